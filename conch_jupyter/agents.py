@@ -1,0 +1,440 @@
+"""Your agents: the list kept in `<data_dir>/agents/agents.json`, and which model key is whose.
+
+Owns the agent name rules, ids (a slug of the name, fixed at creation so chats and pairings that
+name an agent keep working after a rename), the stored file's shape, and the link to each agent's
+model key. Keys live only in the sealed `models.secrets.json` (keyed by agent id), never in
+agents.json, never in `to_public()` or a repr.
+
+Two views of an agent: `to_public()` is for its owner (it includes the private instructions);
+`card_view()` is the most any other agent may see (name and persona).
+
+Not thread-safe: one thread (the Jupyter server's event loop) reads and writes the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+
+from conch_jupyter.files import (
+    StoreError,
+    atomic_write_json,
+    describe_validation_error,
+    ensure_private_dir,
+    read_json,
+)
+from conch_jupyter.providers.base import Price, ProviderConfig, ProviderKind
+from conch_jupyter.sealed import SealedFile
+
+NAME_MAX = 40
+PERSONA_MAX = 2_000
+INSTRUCTIONS_MAX = 20_000
+_NAME_MARKS = " -_."
+_CHANGEABLE = frozenset({"name", "persona", "instructions", "provider", "price", "api_key"})
+
+# The two agents a first start makes, so "@Researcher find options, @Writer draft it" just works.
+DEFAULT_AGENTS = (
+    ("Researcher", "Finds options and facts, and lays them out with their sources."),
+    ("Writer", "Turns notes and findings into clear, readable prose."),
+)
+
+
+class AgentError(Exception):
+    """A request about agents that cannot be done; `message` is a sentence for a person."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _is_part_of_word(ch: str, first: bool) -> bool:
+    # Combining marks are letters' parts in many scripts (Devanagari, Thai), never a start.
+    return ch.isalpha() or ch.isdecimal() or (not first and unicodedata.category(ch)[0] == "M")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` (already trimmed) cannot be an agent's name, or None when it can."""
+    if not name:
+        return "Give the agent a name."
+    if len(name) > NAME_MAX:
+        return f"A name can be at most {NAME_MAX} characters long (this one has {len(name)})."
+    for ch in name:
+        if not (_is_part_of_word(ch, first=False) or ch in _NAME_MARKS):
+            shown = f"“{ch}”" if ch.isprintable() else f"U+{ord(ch):04X}"
+            return (
+                "A name can only hold letters, digits, spaces, “-”, “_” and “.”: "
+                f"{shown} is not allowed."
+            )
+    if not _is_part_of_word(name[0], first=True):
+        return "A name must start with a letter or a digit."
+    return None
+
+
+def check_name(name: object) -> str:
+    """The name trimmed and normalised (NFC), or AgentError invalid_name."""
+    if not isinstance(name, str):
+        raise AgentError("invalid_name", "A name must be text.")
+    try:
+        return _trimmed_name(name)
+    except ValueError as e:
+        raise AgentError("invalid_name", str(e)) from None
+
+
+def _trimmed_name(name: str) -> str:
+    name = unicodedata.normalize("NFC", name.strip())
+    problem = name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def slug_of(name: str) -> str:
+    """The id a name gives: lowercase, separators → "-", repeats collapsed, ends trimmed."""
+    chars = []
+    for ch in unicodedata.normalize("NFC", name.strip()).lower():
+        if ch in _NAME_MARKS:
+            chars.append("-")
+        elif _is_part_of_word(ch, first=False):
+            chars.append(ch)
+    slug = "-".join(part for part in "".join(chars).split("-") if part)
+    return slug or "agent"
+
+
+# -- the stored file (pydantic: it is an edge, and people may edit it by hand) -----------------
+
+
+def _stored_id(value: str) -> str:
+    if slug_of(value) != value or len(value) > 60:
+        raise ValueError(f"“{value}” is not an agent id (lowercase words joined by “-”).")
+    return value
+
+
+def _at_most(limit: int) -> pydantic.AfterValidator:
+    def check(value: str) -> str:
+        if len(value) > limit:
+            raise ValueError(f"at most {limit:,} characters (this one has {len(value):,})")
+        return value
+
+    return pydantic.AfterValidator(check)
+
+
+def _web_address(value: str | None) -> str | None:
+    if not value or not value.strip():
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("The provider's address must start with http:// or https://.")
+    return value.strip()
+
+
+_Dollars = Annotated[float, pydantic.Field(ge=0, allow_inf_nan=False)]
+
+
+class StoredProvider(pydantic.BaseModel):
+    kind: ProviderKind
+    model: Annotated[str, pydantic.BeforeValidator(lambda v: "" if v is None else v)] = ""
+    base_url: Annotated[str | None, pydantic.AfterValidator(_web_address)] = None
+
+
+class StoredPrice(pydantic.BaseModel):
+    input_per_mtok: _Dollars = 0.0  # dollars per million tokens
+    output_per_mtok: _Dollars = 0.0
+
+
+class StoredAgent(pydantic.BaseModel):
+    # Fields a later Conch adds survive a rewrite by this one.
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    id: Annotated[str, pydantic.AfterValidator(_stored_id)]
+    name: Annotated[str, pydantic.AfterValidator(_trimmed_name)]
+    persona: Annotated[str, _at_most(PERSONA_MAX)] = ""
+    instructions: Annotated[str, _at_most(INSTRUCTIONS_MAX)] = ""
+    provider: StoredProvider
+    price: StoredPrice | None = None
+    created: float
+
+
+class AgentsFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    version: Literal[1]
+    agents: list[StoredAgent] = []
+
+    @pydantic.model_validator(mode="after")
+    def _unique(self) -> AgentsFile:
+        ids: set[str] = set()
+        names: set[str] = set()
+        for agent in self.agents:
+            if agent.id in ids:
+                raise ValueError(f"two agents have the id “{agent.id}”")
+            if agent.name.casefold() in names:
+                raise ValueError(f"two agents are named “{agent.name}” (ignoring case)")
+            ids.add(agent.id)
+            names.add(agent.name.casefold())
+        return self
+
+
+# -- the agents as the rest of Conch sees them ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agent:
+    id: str
+    name: str
+    persona: str
+    instructions: str
+    provider: ProviderConfig  # never carries the key; see AgentStore.provider_for
+    price: Price | None
+    created: float
+    has_key: bool = False
+
+    def card_view(self) -> dict[str, Any]:
+        """What other agents may see: never the instructions, never the provider's key."""
+        return {"id": self.id, "name": self.name, "persona": self.persona}
+
+    def to_public(self, has_key: bool | None = None) -> dict[str, Any]:
+        """The owner's view (the HTTP API's Agent): everything but the key itself."""
+        return {
+            **self.card_view(),
+            "instructions": self.instructions,
+            "provider": {
+                "kind": self.provider.kind,
+                "model": self.provider.model,
+                "base_url": self.provider.base_url,
+            },
+            "price": dataclasses.asdict(self.price) if self.price else None,
+            "has_key": self.has_key if has_key is None else has_key,
+            "created": self.created,
+        }
+
+
+def _agent(stored: StoredAgent, has_key: bool) -> Agent:
+    price = stored.price
+    return Agent(
+        id=stored.id,
+        name=stored.name,
+        persona=stored.persona,
+        instructions=stored.instructions,
+        provider=ProviderConfig(
+            stored.provider.kind, stored.provider.model, stored.provider.base_url
+        ),
+        price=Price(price.input_per_mtok, price.output_per_mtok) if price else None,
+        created=stored.created,
+        has_key=has_key,
+    )
+
+
+def _provider_input(
+    provider: object, current: StoredProvider | None
+) -> tuple[dict[str, Any], str | None]:
+    """Provider fields to store (a mapping is merged over `current`) and any key it carried."""
+    if isinstance(provider, ProviderConfig):
+        return {
+            "kind": provider.kind,
+            "model": provider.model,
+            "base_url": provider.base_url,
+        }, provider.api_key
+    if isinstance(provider, Mapping):
+        fields = dict(current.model_dump()) if current else {}
+        # None means "not given" (a PATCH body's unset field); "" clears base_url.
+        fields.update({k: v for k, v in provider.items() if k != "api_key" and v is not None})
+        key = provider.get("api_key")
+        return fields, key if isinstance(key, str) else None
+    raise AgentError("invalid", "Say which provider the agent uses: openai, anthropic or offline.")
+
+
+def _price_input(price: object) -> object:
+    return dataclasses.asdict(price) if isinstance(price, Price) else price
+
+
+class AgentStore:
+    """The agents file and the sealed keys, read afresh on every call (it is small)."""
+
+    def __init__(self, path: Path | str, secrets: SealedFile, clock: Callable[[], float]) -> None:
+        self.path = Path(path)
+        self._secrets = secrets
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"AgentStore({str(self.path)!r})"
+
+    def list(self) -> builtins.list[Agent]:
+        keys = set(self._secrets.names())
+        return [_agent(stored, stored.id in keys) for stored in self._read().agents]
+
+    def get(self, agent_id: str) -> Agent:
+        for agent in self.list():
+            if agent.id == agent_id:
+                return agent
+        raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
+
+    def find_by_name(self, name: str) -> Agent | None:
+        wanted = unicodedata.normalize("NFC", name.strip()).casefold()
+        return next((a for a in self.list() if a.name.casefold() == wanted), None)
+
+    def has_key(self, agent_id: str) -> bool:
+        return self.get(agent_id).has_key
+
+    def api_key(self, agent_id: str) -> str | None:
+        return self._secrets.get(agent_id)
+
+    def provider_for(self, agent_id: str) -> ProviderConfig:
+        """The agent's provider with its key filled in: what a model call needs."""
+        agent = self.get(agent_id)
+        return dataclasses.replace(agent.provider, api_key=self.api_key(agent_id))
+
+    def create(
+        self,
+        name: str,
+        persona: str = "",
+        instructions: str = "",
+        provider: ProviderConfig | Mapping[str, Any] | None = None,
+        price: Price | Mapping[str, Any] | None = None,
+        api_key: str | None = None,
+    ) -> Agent:
+        """Add an agent; its key comes as `api_key` or inside `provider` (the HTTP body)."""
+        file = self._read()
+        stored, key = self._build(file, name, persona, instructions, provider, price, api_key)
+        file.agents.append(stored)
+        self._write(file)
+        self._keep_key(stored.id, key or "", rollback=file)
+        return self.get(stored.id)
+
+    def update(self, agent_id: str, **changes: Any) -> Agent:
+        """Change some of name, persona, instructions, provider, price, api_key; the id stays.
+
+        `api_key=""` removes the kept key and None leaves it, but a change of provider kind or
+        address drops the old key unless a new one comes with it: a key must not follow the
+        agent to a server it was not made for.
+        """
+        unknown = sorted(set(changes) - _CHANGEABLE)
+        if unknown:
+            raise AgentError("invalid", f"“{unknown[0]}” is not something an agent has to change.")
+        file = self._read()
+        index = next((i for i, a in enumerate(file.agents) if a.id == agent_id), None)
+        if index is None:
+            raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
+        old = file.agents[index]
+        fields = old.model_dump()
+        key: str | None = changes.get("api_key")
+        if "name" in changes:
+            fields["name"] = self._free_name(file, changes["name"], keep=agent_id)
+        for text in ("persona", "instructions"):
+            if text in changes:
+                fields[text] = changes[text] if changes[text] is not None else ""
+        if "provider" in changes:
+            fields["provider"], carried = _provider_input(changes["provider"], old.provider)
+            key = carried if key is None else key
+        if "price" in changes:
+            fields["price"] = _price_input(changes["price"])
+        new = self._validated(fields)
+        moved = (new.provider.kind, new.provider.base_url) != (
+            old.provider.kind,
+            old.provider.base_url,
+        )
+        if key is None and moved:
+            key = ""
+        file.agents[index] = new
+        self._write(file)
+        if key is not None:
+            self._keep_key(agent_id, key)
+        return self.get(agent_id)
+
+    def delete(self, agent_id: str) -> None:
+        file = self._read()
+        kept = [a for a in file.agents if a.id != agent_id]
+        if len(kept) == len(file.agents):
+            raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
+        file.agents = kept
+        self._write(file)
+        # After the agent is gone: a key left by a failure here is orphaned, never misused,
+        # because create() clears any key kept under the id it hands out.
+        self._secrets.delete(agent_id)
+
+    def ensure_defaults(self, provider: ProviderConfig) -> builtins.list[Agent]:
+        """On the very first start (no agents file yet) add Researcher and Writer."""
+        if self.path.exists():
+            return []
+        file = AgentsFile(version=1)
+        for name, persona in DEFAULT_AGENTS:
+            stored, _ = self._build(file, name, persona, "", provider, None, None)
+            file.agents.append(stored)
+        self._write(file)  # One write: both defaults or neither.
+        for stored in file.agents:
+            self._keep_key(stored.id, provider.api_key or "", rollback=None)
+        return [self.get(stored.id) for stored in file.agents]
+
+    # -- inside ------------------------------------------------------------------------------
+
+    def _build(
+        self,
+        file: AgentsFile,
+        name: str,
+        persona: str,
+        instructions: str,
+        provider: object,
+        price: object,
+        api_key: str | None,
+    ) -> tuple[StoredAgent, str | None]:
+        name = self._free_name(file, name, keep=None)
+        provider_fields, carried = _provider_input(provider, None)
+        taken = {a.id for a in file.agents}
+        agent_id = base = slug_of(name)
+        n = 2
+        while agent_id in taken:
+            agent_id, n = f"{base}-{n}", n + 1
+        fields = {
+            "id": agent_id,
+            "name": name,
+            "persona": persona or "",
+            "instructions": instructions or "",
+            "provider": provider_fields,
+            "price": _price_input(price),
+            "created": self._clock(),
+        }
+        return self._validated(fields), api_key if api_key is not None else carried
+
+    def _free_name(self, file: AgentsFile, name: object, keep: str | None) -> str:
+        name = check_name(name)
+        for agent in file.agents:
+            if agent.id != keep and agent.name.casefold() == name.casefold():
+                raise AgentError(
+                    "name_taken",
+                    f"An agent named “{agent.name}” already exists "
+                    "(names are compared ignoring case).",
+                )
+        return name
+
+    @staticmethod
+    def _validated(fields: Mapping[str, Any]) -> StoredAgent:
+        try:
+            return StoredAgent.model_validate(fields)
+        except pydantic.ValidationError as e:
+            raise AgentError("invalid", describe_validation_error(e)) from None
+
+    def _keep_key(self, agent_id: str, key: str, rollback: AgentsFile | None = None) -> None:
+        """Store (or with "" remove) the agent's key; if that fails, undo a just-made agent."""
+        try:
+            if key.strip():
+                self._secrets.set(agent_id, key.strip())
+            else:
+                self._secrets.delete(agent_id)
+        except StoreError:
+            if rollback is not None:
+                rollback.agents = [a for a in rollback.agents if a.id != agent_id]
+                self._write(rollback)
+            raise
+
+    def _read(self) -> AgentsFile:
+        return read_json(self.path, AgentsFile) or AgentsFile(version=1)
+
+    def _write(self, file: AgentsFile) -> None:
+        ensure_private_dir(self.path.parent)
+        atomic_write_json(self.path, file.model_dump(mode="json"))

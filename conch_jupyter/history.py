@@ -1,0 +1,83 @@
+"""What a model is handed for one turn: the system prompt and the chat's history, labelled.
+
+Only the user's own messages reach a model as plain text. The speaker's own earlier replies are
+its assistant turns; every other agent's reply, every outside answer and every Conch note is
+quoted as data under a label that names who said it, inside a fence it cannot close. So the
+history reads the same whichever provider gets it, and each reply's agent is named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .providers.base import Turn
+from .talk import quote_agent, quote_note, quote_outside, room_prompt
+
+# Enough context for a conversation, bounded so a long chat cannot blow up a request.
+HISTORY_MESSAGES = 40
+HISTORY_CHARS = 60_000
+
+
+@dataclass(frozen=True)
+class Said:
+    """One stored message, as history needs it."""
+
+    role: str  # "user" | "agent" | "outside" | "note"
+    text: str
+    speaker: str | None = None  # the agent's (or outside agent's) name
+
+
+def system_prompt(
+    *,
+    speaker: str,
+    persona: str,
+    instructions: str,
+    room: Sequence[tuple[str, str]],
+    outside: Sequence[str],
+    in_round: bool,
+) -> str:
+    parts = [f"You are {speaker}."]
+    if persona.strip():
+        parts.append(f"About you: {persona.strip()}")
+    if instructions.strip():
+        parts.append(f"Your instructions from the user:\n{instructions.strip()}")
+    parts.append(room_prompt(speaker=speaker, room=room, outside=outside, in_round=in_round))
+    return "\n\n".join(parts)
+
+
+def history_turns(said: Sequence[Said], speaker: str) -> tuple[Turn, ...]:
+    """The last messages of the chat as turns for `speaker`, merged so roles alternate."""
+    window: list[Turn] = []
+    size = 0
+    for item in reversed(said[-HISTORY_MESSAGES:]):
+        turn = _as_turn(item, speaker)
+        size += len(turn.text)
+        if window and size > HISTORY_CHARS:
+            break
+        window.append(turn)
+    window.reverse()
+    merged: list[Turn] = []
+    for turn in window:
+        if merged and merged[-1].role == turn.role:
+            merged[-1] = Turn(turn.role, f"{merged[-1].text}\n\n{turn.text}")
+        else:
+            merged.append(turn)
+    # Providers want the history to open with the user and to end on the user's side.
+    while merged and merged[0].role != "user":
+        merged.pop(0)
+    if merged and merged[-1].role != "user":
+        merged.append(Turn("user", quote_note(f"It is {speaker}'s turn.")))
+    return tuple(merged)
+
+
+def _as_turn(item: Said, speaker: str) -> Turn:
+    if item.role == "user":
+        return Turn("user", item.text)
+    if item.role == "agent" and item.speaker == speaker:
+        return Turn("assistant", item.text)
+    if item.role == "agent":
+        return Turn("user", quote_agent(item.speaker or "another agent", item.text))
+    if item.role == "outside":
+        return Turn("user", quote_outside(item.speaker or "an outside agent", item.text))
+    return Turn("user", quote_note(item.text))

@@ -1,0 +1,151 @@
+"""The Anthropic Messages API wire format.
+
+Owns what goes on the wire — the URL, headers and body of a streamed `POST /v1/messages`, with
+the history reshaped into the alternating user/assistant turns the API demands — and reading the
+reply's events back into TextDelta items and one Usage. The HTTP exchange, timeouts, status codes
+and retries live in `providers/__init__.py`, shared with OpenAI.
+
+Reply stream: message_start (usage.input_tokens), content_block_start, ping,
+content_block_delta… (text_delta), content_block_stop, message_delta (usage.output_tokens, a
+running total), message_stop. An `error` event may arrive at any point instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Turn, Usage
+from .sse import SSEEvent
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+KEY_ENV = "ANTHROPIC_API_KEY"
+API_VERSION = "2023-06-01"
+# The API needs a user turn first and rejects an assistant turn last (it would be a prefill).
+OPENING_TURN = "(The conversation so far follows.)"
+CLOSING_TURN = "(Please continue.)"
+# Error types that mean "busy right now"; the same request may well work a moment later.
+PASSING_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+@dataclass(frozen=True)
+class AnthropicWire:
+    base_url: str = DEFAULT_BASE_URL
+
+    @property
+    def label(self) -> str:
+        return "anthropic"
+
+    @property
+    def key_env(self) -> str:
+        return KEY_ENV
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/v1/messages"
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": anthropic_messages(request.turns),
+            "stream": True,
+        }
+        if request.system:
+            body["system"] = request.system
+        return body
+
+    async def read_reply(
+        self, events: AsyncIterator[SSEEvent], request: ModelRequest
+    ) -> AsyncIterator[StreamItem]:
+        input_tokens = output_tokens = 0
+        async for event in events:
+            message = _message(event)
+            kind = message.get("type")
+            if kind == "message_start":
+                usage = _object(_object(message.get("message")).get("usage"))
+                input_tokens = _count(usage.get("input_tokens"))
+                output_tokens = _count(usage.get("output_tokens"))
+            elif kind == "content_block_delta":
+                delta = _object(message.get("delta"))
+                text = delta.get("text")
+                # Other deltas (thinking, tool input JSON) are not reply text.
+                if delta.get("type") == "text_delta" and isinstance(text, str) and text:
+                    yield TextDelta(text)
+            elif kind == "message_delta":
+                usage = _object(message.get("usage"))
+                if "output_tokens" in usage:
+                    output_tokens = _count(usage["output_tokens"])
+            elif kind == "message_stop":
+                yield Usage(input_tokens, output_tokens)
+                return
+            elif kind == "error":
+                raise _stream_error(_object(message.get("error")))
+            # ping, content_block_start/stop and event types added later carry nothing for us.
+        raise ProviderError("The reply from the anthropic provider stopped before it was finished.")
+
+
+def anthropic_messages(turns: Iterable[Turn]) -> list[dict[str, str]]:
+    """The history as strictly alternating turns, starting and ending with the user."""
+    messages: list[dict[str, str]] = []
+    for turn in turns:
+        if not turn.text.strip():
+            continue  # the API rejects empty content
+        if messages and messages[-1]["role"] == turn.role:
+            messages[-1]["content"] += "\n\n" + turn.text
+        else:
+            messages.append({"role": turn.role, "content": turn.text})
+    if not messages or messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": OPENING_TURN})
+    if messages[-1]["role"] != "user":
+        messages.append({"role": "user", "content": CLOSING_TURN})
+    return messages
+
+
+def _malformed() -> ProviderError:
+    return ProviderError(
+        "The anthropic provider sent a reply Conch could not read (malformed data)."
+    )
+
+
+def _message(event: SSEEvent) -> dict[str, Any]:
+    try:
+        return event.json()
+    except ValueError:
+        raise _malformed() from None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _malformed()
+    return value
+
+
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _malformed()
+    return value
+
+
+def _stream_error(error: dict[str, Any]) -> ProviderError:
+    kind = str(error.get("type") or "unknown_error")
+    if kind == "overloaded_error":
+        return ProviderError(
+            "The anthropic provider is overloaded right now (overloaded_error).", passing=True
+        )
+    detail = str(error.get("message") or "")[:300]
+    words = f"The anthropic provider stopped with an error ({kind})"
+    return ProviderError(
+        f"{words}: {detail}" if detail else f"{words}.", passing=kind in PASSING_ERRORS
+    )

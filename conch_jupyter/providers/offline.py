@@ -1,0 +1,124 @@
+"""The embedded offline stand-in: replies without any model and without the network.
+
+Owns the default agents' answers when no model is configured, so Conch can be tried (and its
+rounds, Stop button and hand-ons demonstrated) anywhere. A reply is a pure function of the
+request — same request, same reply — and says plainly that no model was asked. It streams word
+by word with a small delay so a person can watch it arrive and press Stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+from .base import ModelRequest, StreamItem, TextDelta, Usage
+
+LABEL = "*(offline — no model was asked)*"
+QUOTE_LIMIT = 100
+# Words by which a person asks the agents to talk among themselves; then each reply hands on.
+TAKE_TURNS = re.compile(
+    r"\b(take\s+turns|back\s+and\s+forth|discuss\w*|debat\w*|ping[-\s]?pong)\b", re.IGNORECASE
+)
+# Pieces of a reply in the same order as the source, so "".join(pieces) is the reply.
+_WORDS = re.compile(r"\s*\S+|\s+$")
+
+OPENERS = (
+    "Here is a first pass:",
+    "A few things I would look at:",
+    "A rough outline to react to:",
+    "My short take, for what it is worth:",
+)
+POINTS = (
+    "Start with the smallest version that works, then grow it.",
+    "Write down what “done” looks like before choosing a method.",
+    "List the constraints first: time, data, and who has to agree.",
+    "Try the simple option on a small sample and compare the results.",
+    "Keep a note of every assumption so it can be checked later.",
+    "Ask who will use the result and what they will decide with it.",
+    "Split the work into steps that can each be checked on their own.",
+    "Look for a worked example to copy before inventing a new one.",
+)
+CLOSERS = (
+    "Draft next step: sketch it in a notebook cell and share the output.",
+    "Open question: which of these matters most to you?",
+    "Draft next step: agree on one measure of success, then try the first option.",
+    "(This is placeholder text — connect a model in the agent's settings for a real answer.)",
+)
+
+
+class OfflineProvider:
+    """A Provider that needs no model, no key and no network."""
+
+    def __init__(
+        self,
+        delay: float = 0.03,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.delay = delay
+        self._sleep = sleep
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        text = offline_reply(request)
+        pieces = _WORDS.findall(text)
+        for piece in pieces:
+            # Sleep even when the delay is 0: it gives the loop a chance to deliver a Stop.
+            await self._sleep(self.delay)
+            yield TextDelta(piece)
+        asked = [request.system, *(t.text for t in request.turns)]
+        yield Usage(sum(len(part.split()) for part in asked), len(pieces))
+
+
+def offline_reply(request: ModelRequest) -> str:
+    """The whole reply for a request: deterministic, labelled, and handing on when asked to."""
+    seed = hashlib.sha256(f"{request.speaker}\n{request.user_text}".encode()).digest()
+    first = seed[0] % len(POINTS)
+    # A second point distinct from the first.
+    second = (first + 1 + seed[1] % (len(POINTS) - 1)) % len(POINTS)
+    who = request.speaker or "the offline agent"
+    asked = quote(request.user_text)
+    lines = [
+        LABEL,
+        "",
+        f"I'm **{who}**, answering from Conch's built-in offline stand-in.",
+        f"You asked: “{asked}”" if asked else "You did not ask anything in particular.",
+        "",
+        OPENERS[seed[2] % len(OPENERS)],
+        "",
+        f"- {POINTS[first]}",
+        f"- {POINTS[second]}",
+        f"- {CLOSERS[seed[3] % len(CLOSERS)]}",
+    ]
+    after = next_speaker(request.room, request.speaker)
+    if after and TAKE_TURNS.search(request.user_text):
+        lines += ["", f"@{after}, over to you."]
+    return "\n".join(lines)
+
+
+def quote(text: str) -> str:
+    """The first ~100 characters of what was asked, on one line, with no live @mentions.
+
+    An @name in the quote would hand the floor on by accident, and markdown emphasis or code
+    marks could swallow the rest of the reply, so both are taken out.
+    """
+    cleaned = re.sub(r"@(?=\w)", "", text)
+    cleaned = re.sub(r"[*`]", "", cleaned)
+    cleaned = " ".join(cleaned.split())
+    if len(cleaned) <= QUOTE_LIMIT:
+        return cleaned
+    cut = cleaned[:QUOTE_LIMIT]
+    if " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def next_speaker(room: Sequence[str], speaker: str) -> str | None:
+    """The name after the speaker in the room, wrapping around; None if no one else is there."""
+    start = room.index(speaker) + 1 if speaker in room else 0
+    for step in range(len(room)):
+        name = room[(start + step) % len(room)]
+        if name != speaker:
+            return name
+    return None

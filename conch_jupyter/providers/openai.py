@@ -1,0 +1,127 @@
+"""The OpenAI-compatible chat-completions wire format (OpenAI, Ollama, vLLM, LM Studio, llama.cpp).
+
+Owns what goes on the wire — the URL, headers and body of a streamed `POST /chat/completions` —
+and reading the reply's events back into TextDelta items and one Usage. The HTTP exchange,
+timeouts, status codes and retries live in `providers/__init__.py`, shared with Anthropic.
+
+Reply stream: `data: {chunk}` events whose `choices[0].delta.content` carry text, one chunk
+with a `finish_reason`, then (asked for by `stream_options.include_usage`) a chunk with empty
+`choices` and the `usage`, then `data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Usage
+from .sse import SSEEvent
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_ENV = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class OpenAIWire:
+    base_url: str = DEFAULT_BASE_URL
+
+    @property
+    def label(self) -> str:
+        return "openai"
+
+    @property
+    def key_env(self) -> str:
+        return KEY_ENV
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        headers = {"accept": "text/event-stream"}
+        if key:  # local servers (Ollama, llama.cpp) take no key
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        messages = [{"role": "system", "content": request.system}]
+        messages += [{"role": t.role, "content": t.text} for t in request.turns]
+        # OpenAI's newer models refuse `max_tokens` and every OpenAI chat model takes
+        # `max_completion_tokens`; compatible servers know only `max_tokens`.
+        limit = "max_completion_tokens" if _is_openai_itself(self.base_url) else "max_tokens"
+        return {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            limit: request.max_tokens,
+        }
+
+    async def read_reply(
+        self, events: AsyncIterator[SSEEvent], request: ModelRequest
+    ) -> AsyncIterator[StreamItem]:
+        usage: Usage | None = None
+        finished = False
+        text_length = 0
+        async for event in events:
+            if event.data == "[DONE]":
+                yield usage or estimate_usage(request, text_length)
+                return
+            chunk = _chunk(event)
+            if isinstance(chunk.get("usage"), dict):
+                usage = _usage(chunk["usage"])
+            choices = chunk.get("choices") or []
+            if not isinstance(choices, list):
+                raise _malformed()
+            for choice in choices:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue  # we ask for one choice; ignore any others
+                delta = choice.get("delta") or {}
+                content = delta.get("content") if isinstance(delta, dict) else None
+                if isinstance(content, str) and content:
+                    text_length += len(content)
+                    yield TextDelta(content)
+                if choice.get("finish_reason"):
+                    finished = True
+        if finished:
+            # Some compatible servers end the body without `[DONE]`; a finish_reason is enough.
+            yield usage or estimate_usage(request, text_length)
+            return
+        raise ProviderError("The reply from the openai provider stopped before it was finished.")
+
+
+def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
+    """About four characters a token: for servers that ignore `include_usage`, so spend is not 0."""
+    asked = len(request.system) + sum(len(t.text) for t in request.turns)
+    return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4))
+
+
+def _is_openai_itself(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").endswith("api.openai.com")
+
+
+def _malformed() -> ProviderError:
+    return ProviderError("The openai provider sent a reply Conch could not read (malformed data).")
+
+
+def _chunk(event: SSEEvent) -> dict[str, Any]:
+    try:
+        chunk = event.json()
+    except ValueError:
+        raise _malformed() from None
+    error = chunk.get("error")
+    if error is not None:
+        # vLLM, Ollama and OpenAI itself report a failure after the stream opened this way.
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ProviderError(f"The openai provider stopped with an error: {str(message)[:300]}")
+    return chunk
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    try:
+        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+    except (TypeError, ValueError):
+        raise _malformed() from None

@@ -1,0 +1,127 @@
+"""ConchApp: the Jupyter server extension, the one source of truth for chats, rounds and agents.
+
+It opens the data folder, builds the services once, registers the handlers under `base_url`,
+publishes CONCH_SERVER_URL and CONCH_KERNEL_KEY for kernels started after it, and ends every
+running round when the server stops (rounds are never resumed).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Float, Unicode
+
+from ..agents import AgentStore
+from ..files import ensure_private_dir
+from ..hub import Hub
+from ..providers import detect_default_provider
+from ..sealed import SealedFile
+from ..service import Budget, RoundService
+from ..store import Store
+from .handlers import handlers
+from .services import ConchServices
+
+KERNEL_KEY_ENV = "CONCH_KERNEL_KEY"
+SERVER_URL_ENV = "CONCH_SERVER_URL"
+
+
+class ConchApp(ExtensionApp):
+    name = "conch"
+    extension_url = "/conch/api/agents"
+    load_other_extensions = True
+
+    data_dir = Unicode(
+        "",
+        config=True,
+        help="Where Conch keeps agents, chats and keys (default: <jupyter data dir>/conch).",
+    )
+    seal_key_file = Unicode(
+        "",
+        config=True,
+        help="The key that seals stored secrets; kept apart from data_dir so a backup of the "
+        "data alone opens no secret (default: conch-seal.key beside data_dir).",
+    )
+    chat_limit_usd = Float(
+        5.0,
+        allow_none=True,
+        config=True,
+        help="Metered spend one chat may reach before its agents stop answering (None: no limit).",
+    )
+    monthly_budget_usd = Float(
+        50.0,
+        allow_none=True,
+        config=True,
+        help="Metered spend across all chats per calendar month (UTC) (None: no budget).",
+    )
+    offline_delay = Float(
+        0.03, config=True, help="Seconds per word the offline model waits, so you can watch."
+    )
+    retry_delay = Float(1.0, config=True, help="Seconds before a passing failure is tried again.")
+    door_remote = Bool(
+        False,
+        config=True,
+        help="Let paired agents on other computers in through the A2A door (HTTPS only).",
+    )
+
+    def initialize_settings(self) -> None:
+        data = Path(self.data_dir or Path(jupyter_data_dir()) / "conch")
+        ensure_private_dir(data)
+        ensure_private_dir(data / "agents")
+        seal_key = Path(self.seal_key_file or data.parent / "conch-seal.key")
+        http = httpx.AsyncClient(follow_redirects=False)
+        store = Store(data / "conch.sqlite3", clock=time.time)
+        agents = AgentStore(
+            data / "agents" / "agents.json",
+            SealedFile(data / "models.secrets.json", seal_key),
+            clock=time.time,
+        )
+        if not agents.path.exists():
+            agents.ensure_defaults(detect_default_provider(os.environ))
+        hub = Hub()
+        rounds = RoundService(
+            store=store,
+            agents=agents,
+            hub=hub,
+            http=http,
+            budget=Budget(self.chat_limit_usd, self.monthly_budget_usd),
+            clock=time.time,
+            offline_delay=self.offline_delay,
+            retry_delay=self.retry_delay,
+        )
+        kernel_key = secrets.token_urlsafe(32)
+        self.services = ConchServices(
+            data_dir=data,
+            store=store,
+            agents=agents,
+            hub=hub,
+            rounds=rounds,
+            http=http,
+            kernel_key=kernel_key,
+        )
+        self.settings["conch"] = self.services
+        # Kernels inherit the server's environment when they start.
+        os.environ[KERNEL_KEY_ENV] = kernel_key
+        self._publish_url()
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        # The port is final only now (port_retries may have moved it).
+        self._publish_url()
+
+    def _publish_url(self) -> None:
+        if self.serverapp is not None:
+            os.environ[SERVER_URL_ENV] = self.serverapp.connection_url
+
+    async def stop_extension(self) -> None:
+        services: ConchServices | None = getattr(self, "services", None)
+        if services is not None:
+            await services.close()

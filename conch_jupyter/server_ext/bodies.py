@@ -1,0 +1,69 @@
+"""The request bodies the REST API accepts, validated at the edge (unknown fields refused)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class ProviderIn(Body):
+    kind: Literal["openai", "anthropic", "offline"]
+    model: str = Field(default="", max_length=200)
+    base_url: str | None = Field(default=None, max_length=2000)
+    api_key: str | None = Field(default=None, max_length=500)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_only(cls, value: str | None) -> str | None:
+        if value is not None and value and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return value or None
+
+
+class PriceIn(Body):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+    @field_validator("input_per_mtok", "output_per_mtok")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("a price must be a finite number")
+        return value
+
+
+class AgentIn(Body):
+    name: str = Field(max_length=200)
+    persona: str = Field(default="", max_length=2_000)
+    instructions: str = Field(default="", max_length=20_000)
+    provider: ProviderIn = ProviderIn(kind="offline")
+    price: PriceIn | None = None
+
+
+class AgentPatch(Body):
+    name: str | None = Field(default=None, max_length=200)
+    persona: str | None = Field(default=None, max_length=2_000)
+    instructions: str | None = Field(default=None, max_length=20_000)
+    provider: ProviderIn | None = None
+    price: PriceIn | None = None
+
+
+class ConversationIn(Body):
+    title: str = Field(default="", max_length=200)
+
+
+class MessageIn(Body):
+    text: str = Field(min_length=1, max_length=16_000)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the message is empty")
+        return value

@@ -1,0 +1,394 @@
+"""RoundService: the async driver that runs rounds in chats, around the pure engine in rounds.py.
+
+It owns the I/O a round needs: it stores the user's message, decides who answers (a round when
+the message mentions agents, else the chat's agent alone), runs each turn against the agent's
+model provider, stores replies, notes, events and spend, and publishes everything live through
+the Hub. One runner per chat takes the chat's messages in order, so two messages sent at once are
+both kept and answered in order, and the user is never locked out: writing ends a running round
+after its running reply, and Stop ends it at once, cancelling the model stream.
+
+Rounds live in memory only: a restart forgets them, and the chat stays with whoever spoke last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .agents import Agent, AgentError, AgentStore
+from .history import Said, history_turns, system_prompt
+from .hub import Hub
+from .providers import make_provider, stream_reply
+from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from .rounds import (
+    End,
+    ProviderFailed,
+    ReplyEnded,
+    Roster,
+    Round,
+    Speak,
+    SpendRecorded,
+    Stop,
+    TurnRefused,
+    UserWrote,
+)
+from .store import Message, Store, month_start
+from .talk import ROUND_END_WORDS, mentions_in, outside_refused_note, turn_note
+
+log = logging.getLogger(__name__)
+
+
+class ChatNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The chat's own spending limit and the monthly budget, on top of the round's $1."""
+
+    chat_limit_usd: float | None = 5.0
+    monthly_budget_usd: float | None = 50.0
+
+
+@dataclass
+class _Chat:
+    """What is live in one chat: its inbox of user messages and the round running now."""
+
+    id: str
+    inbox: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
+    runner: asyncio.Task[None] | None = None
+    round: Round | None = None
+    visible: bool = False  # a round the user started by mentioning, not a plain reply
+    reply: asyncio.Task[Usage | None] | None = None
+
+
+class RoundService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        agents: AgentStore,
+        hub: Hub,
+        http: httpx.AsyncClient,
+        budget: Budget,
+        clock: Callable[[], float],
+        offline_delay: float = 0.03,
+        retry_delay: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.hub = hub
+        self.http = http
+        self.budget = budget
+        self.clock = clock
+        self.offline_delay = offline_delay
+        self.retry_delay = retry_delay
+        self._chats: dict[str, _Chat] = {}
+
+    # --- what the handlers call ---
+
+    def post(self, conversation_id: str, text: str) -> Message:
+        """Store the user's message and queue it for an answer; the round it starts runs on."""
+        self._require(conversation_id)
+        message = self.store.add_message(conversation_id, "user", text)
+        self._publish_message(message)
+        chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
+        if chat.round is not None and chat.round.phase in ("speaking", "asking"):
+            chat.round.handle(UserWrote())
+        chat.inbox.put_nowait(message)
+        if chat.runner is None or chat.runner.done():
+            chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
+        return message
+
+    def stop(self, conversation_id: str) -> bool:
+        """End the running round (or lone reply) at once. False when nothing was running."""
+        self._require(conversation_id)
+        chat = self._chats.get(conversation_id)
+        if chat is None or chat.round is None or chat.round.phase not in ("speaking", "asking"):
+            return False
+        chat.round.handle(Stop())
+        if chat.reply is not None:
+            chat.reply.cancel()
+        return True
+
+    def round_state(self, conversation_id: str) -> dict[str, Any] | None:
+        chat = self._chats.get(conversation_id)
+        if chat is None or chat.round is None or not chat.visible or chat.round.ended:
+            return None
+        return self._snapshot(chat.round)
+
+    def conversation_json(self, conversation_id: str) -> dict[str, Any]:
+        conversation = self._require(conversation_id)
+        return {
+            **conversation.to_json(),
+            "spent_usd": round(self.store.spent(conversation_id), 6),
+            "messages": [self.message_json(m) for m in self.store.messages(conversation_id)],
+            "events": [e.to_json() for e in self.store.events(conversation_id)],
+            "round": self.round_state(conversation_id),
+            "busy": self.busy(conversation_id),
+        }
+
+    def busy(self, conversation_id: str) -> bool:
+        """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
+        chat = self._chats.get(conversation_id)
+        return chat is not None and chat.runner is not None and not chat.runner.done()
+
+    def message_json(self, message: Message) -> dict[str, Any]:
+        data = message.to_json()
+        if message.agent:
+            data["name"] = self._name_of(message.agent)
+        return data
+
+    async def close(self) -> None:
+        """End every runner; used when the server stops. Rounds are not resumed later."""
+        tasks = [c.runner for c in self._chats.values() if c.runner and not c.runner.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._chats.clear()
+
+    # --- the runner ---
+
+    async def _drain(self, chat: _Chat) -> None:
+        while not chat.inbox.empty():
+            message = chat.inbox.get_nowait()
+            try:
+                await self._answer(chat, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("Conch: answering a message in chat %s failed", chat.id)
+                self._note(
+                    chat.id,
+                    "Something went wrong inside Conch while answering; see the server log.",
+                )
+            finally:
+                chat.round, chat.reply, chat.visible = None, None, False
+
+    async def _answer(self, chat: _Chat, message: Message) -> None:
+        agents = self.agents.list()
+        if not agents:
+            self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
+            return
+        by_name = {a.name: a for a in agents}
+        roster = Roster(ours=tuple(by_name))
+        named = mentions_in(message.text, roster.ours)
+        if named:
+            chat.round, chat.visible = Round(named=named, roster=roster), True
+            self._event(chat.id, "round.started", {"named": [by_name[n].id for n in named]})
+        else:
+            agent = self._chat_agent(chat.id, agents)
+            chat.round, chat.visible = (
+                Round(named=[agent.name], roster=roster, handing_on=False),
+                False,
+            )
+        decision = chat.round.start()
+        while not isinstance(decision, End):
+            if not isinstance(decision, Speak):
+                raise AssertionError(f"no outside agents are known, yet the round asked {decision}")
+            self._publish_round(chat)
+            decision = await self._speak(chat, by_name[decision.agent], decision, message, agents)
+        self._finish(chat, decision, by_name)
+
+    def _chat_agent(self, conversation_id: str, agents: list[Agent]) -> Agent:
+        current = self._require(conversation_id).agent
+        return next((a for a in agents if a.id == current), agents[0])
+
+    async def _speak(
+        self, chat: _Chat, agent: Agent, turn: Speak, message: Message, agents: list[Agent]
+    ) -> Any:
+        rnd = chat.round
+        assert rnd is not None
+        refusal = self._budget_refusal(chat.id, agent)
+        if refusal:
+            return rnd.handle(TurnRefused(agent.name, refusal))
+        place = None
+        if chat.visible:
+            by = self.agents.find_by_name(turn.handed_by) if turn.handed_by else None
+            place = {"turn": turn.turn, "handed_by": by.id if by else None}
+            self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+        request = self._request(chat, agent, message, agents)
+        reply_id = f"m_{uuid.uuid4().hex[:16]}"
+        parts: list[str] = []
+        provider = make_provider(
+            self.agents.provider_for(agent.id), http=self.http, offline_delay=self.offline_delay
+        )
+
+        async def run() -> Usage | None:
+            usage = None
+            async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
+                if isinstance(item, TextDelta):
+                    parts.append(item.text)
+                    self.hub.publish(
+                        chat.id,
+                        {"type": "delta", "reply": reply_id, "agent": agent.id, "text": item.text},
+                    )
+                else:
+                    usage = item
+            return usage
+
+        chat.reply = asyncio.create_task(run(), name=f"conch-reply-{reply_id}")
+        try:
+            usage = await chat.reply
+        except asyncio.CancelledError:
+            if rnd.ended is None:
+                raise  # the server is stopping, not the user
+            self._keep_reply(chat.id, reply_id, agent, parts, place)
+            return rnd.ended
+        except ProviderError as error:
+            self._keep_reply(chat.id, reply_id, agent, parts, place)
+            return rnd.handle(
+                ProviderFailed(agent.name, f"{agent.name} could not answer: {error.words}")
+            )
+        finally:
+            chat.reply = None
+        text = "".join(parts)
+        self._keep_reply(chat.id, reply_id, agent, parts, place)
+        cost = self._record_spend(chat.id, agent, usage)
+        if rnd.ended is not None:  # stopped after the last chunk
+            return rnd.ended
+        if cost:
+            rnd.handle(SpendRecorded(cost))
+        return rnd.handle(ReplyEnded(agent.name, text))
+
+    def _request(
+        self, chat: _Chat, agent: Agent, message: Message, agents: list[Agent]
+    ) -> ModelRequest:
+        names = {a.id: a.name for a in agents}
+        said = [
+            Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
+            for m in self.store.messages(chat.id, limit=60)
+        ]
+        system = system_prompt(
+            speaker=agent.name,
+            persona=agent.persona,
+            instructions=agent.instructions,
+            room=[(a.name, a.persona) for a in agents],
+            outside=[],
+            in_round=chat.visible,
+        )
+        return ModelRequest(
+            model=agent.provider.model,
+            system=system,
+            turns=history_turns(said, agent.name),
+            speaker=agent.name,
+            room=tuple(a.name for a in agents) if chat.visible else (agent.name,),
+            user_text=message.text,
+        )
+
+    def _keep_reply(
+        self,
+        conversation_id: str,
+        reply_id: str,
+        agent: Agent,
+        parts: list[str],
+        place: dict[str, Any] | None,
+    ) -> None:
+        text = "".join(parts)
+        if not text:
+            return
+        message = self.store.add_message(
+            conversation_id, "agent", text, agent=agent.id, round=place, id=reply_id
+        )
+        self.store.set_agent(conversation_id, agent.id)
+        self._publish_message(message)
+
+    def _record_spend(self, conversation_id: str, agent: Agent, usage: Usage | None) -> float:
+        if usage is None or agent.price is None:
+            return 0.0
+        cost = agent.price.cost(usage)
+        self.store.add_spend(
+            cost,
+            conversation_id=conversation_id,
+            agent=agent.id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
+        return cost
+
+    def _budget_refusal(self, conversation_id: str, agent: Agent) -> str | None:
+        """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead.
+
+        Only metered agents (with a price) are held back: a turn that costs nothing can't
+        overspend, so the offline default and unpriced local models always answer.
+        """
+        if agent.price is None:
+            return None
+        limit = self.budget.chat_limit_usd
+        if limit is not None and (spent := self.store.spent(conversation_id)) >= limit:
+            return (
+                f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
+                "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
+            )
+        budget = self.budget.monthly_budget_usd
+        if budget is not None:
+            spent = self.store.spent_since(month_start(self.clock()))
+            if spent >= budget:
+                return (
+                    f"This month's spending has reached ${spent:.2f} of the ${budget:.2f} budget, "
+                    f"so {agent.name} did not answer. Raise c.ConchApp.monthly_budget_usd to go on."
+                )
+        return None
+
+    def _finish(self, chat: _Chat, end: End, by_name: dict[str, Agent]) -> None:
+        if end.reason == "outside":
+            speaker = end.speakers[-1] if end.speakers else "An agent"
+            self._note(chat.id, outside_refused_note(speaker, end.named_outside))
+        elif end.words:
+            self._note(chat.id, end.words)
+        elif chat.visible and ROUND_END_WORDS.get(end.reason):
+            self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
+        elif end.reason == "stopped":
+            self._note(chat.id, "You stopped the reply.")
+        if chat.visible:
+            self._event(chat.id, "round.ended", {"turns": end.turns, "reason": end.reason})
+        chat.round = None
+        self.hub.publish(chat.id, {"type": "round", "round": None})
+
+    # --- small pieces ---
+
+    def _require(self, conversation_id: str) -> Any:
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin != "user":
+            raise ChatNotFound(conversation_id)
+        return conversation
+
+    def _name_of(self, agent_id: str) -> str:
+        try:
+            return self.agents.get(agent_id).name
+        except AgentError:
+            return agent_id
+
+    def _snapshot(self, rnd: Round) -> dict[str, Any]:
+        def agent_id(name: str) -> str:
+            found = self.agents.find_by_name(name)
+            return found.id if found else name
+
+        snap = rnd.snapshot()
+        speaker = snap["speaker"]
+        return {
+            **snap,
+            "speaker": agent_id(speaker) if isinstance(speaker, str) else None,
+            "waiting": [agent_id(n) for n in rnd.waiting],
+        }
+
+    def _publish_round(self, chat: _Chat) -> None:
+        self.hub.publish(chat.id, {"type": "round", "round": self.round_state(chat.id)})
+
+    def _publish_message(self, message: Message) -> None:
+        self.hub.publish(
+            message.conversation_id, {"type": "message", "message": self.message_json(message)}
+        )
+
+    def _note(self, conversation_id: str, text: str, place: dict[str, Any] | None = None) -> None:
+        self._publish_message(self.store.add_message(conversation_id, "note", text, round=place))
+
+    def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
+        event = self.store.add_event(conversation_id, kind, data)
+        self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})

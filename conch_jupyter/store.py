@@ -1,0 +1,512 @@
+"""The chat store in SQLite: conversations, messages, events, the spend ledger, outside contexts.
+
+One file, `conch.sqlite3` (0600), in WAL mode with `synchronous=FULL`: a committed message or a
+spent dollar survives a crash or a power cut. Every write is one transaction, so a failure (a full
+disk, a damaged page) rolls back and leaves what was stored before; it surfaces as a StoreError in
+words. A file that is not Conch's database is never recreated over: that too is a StoreError
+naming it.
+
+Not thread-safe, by design: one connection, used by one thread (the Jupyter server's event loop).
+sqlite3's same-thread check is left on so that a call from another thread fails loudly.
+
+Spend rows outlive their chat (`ON DELETE SET NULL`): deleting a chat must not give back what it
+spent against the monthly budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from conch_jupyter.files import StoreError, ensure_private_dir
+
+_R = TypeVar("_R", "Conversation", "Message", "Event")
+Role = Literal["user", "agent", "outside", "note"]
+Origin = Literal["user", "peer"]
+SCHEMA_VERSION = 1
+_LEAVE_IT = "fix or move it away — Conch will not overwrite it"
+_JSON_COLUMNS = frozenset({"tainted", "round", "data"})
+
+_V1 = """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    origin TEXT NOT NULL CHECK (origin IN ('user', 'peer')),
+    agent TEXT,
+    tainted TEXT,
+    pairing_id TEXT,
+    context_key TEXT
+);
+CREATE INDEX conversations_by_origin ON conversations (origin, created);
+CREATE UNIQUE INDEX conversations_by_peer ON conversations (pairing_id, context_key)
+    WHERE pairing_id IS NOT NULL AND context_key IS NOT NULL;
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL CHECK (role IN ('user', 'agent', 'outside', 'note')),
+    agent TEXT,
+    text TEXT NOT NULL,
+    created REAL NOT NULL,
+    round TEXT
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX events_by_conversation ON events (conversation_id, seq);
+CREATE TABLE spend (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
+    agent TEXT,
+    payer TEXT,
+    usd REAL NOT NULL CHECK (usd >= 0),
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+CREATE INDEX spend_by_created ON spend (created);
+CREATE INDEX spend_by_conversation ON spend (conversation_id);
+CREATE TABLE contexts (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    outside_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, outside_id)
+) WITHOUT ROWID;
+"""
+
+
+def _to_v1(db: sqlite3.Connection) -> None:
+    # Statement by statement: executescript() would commit, and a migration is one transaction.
+    for statement in _V1.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+# Migration n takes a database at user_version n to n + 1, inside one transaction.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1,)
+
+
+class NotFound(LookupError):
+    """No chat with that id (it may have been deleted). `message` is words for a person."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.message = f"There is no chat with the id “{conversation_id}”."
+        super().__init__(self.message)
+
+
+def month_start(ts: float) -> float:
+    """The start (UTC) of the calendar month holding `ts`: where the monthly budget restarts."""
+    day = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    title: str
+    created: float
+    origin: Origin
+    agent: str | None
+    tainted: dict[str, Any] | None
+    pairing_id: str | None = None
+    context_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        fields = ("id", "title", "created", "origin", "agent", "tainted")
+        return {name: getattr(self, name) for name in fields}
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    conversation_id: str
+    role: Role
+    text: str
+    created: float
+    agent: str | None = None
+    round: dict[str, Any] | None = None
+    seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "role": self.role}
+        if self.agent is not None:
+            data["agent"] = self.agent
+        data.update(text=self.text, created=self.created)
+        if self.round is not None:
+            data["round"] = self.round
+        return data
+
+
+@dataclass(frozen=True)
+class Spend:
+    usd: float
+    conversation_id: str | None
+    agent: str | None
+    payer: str | None  # who else it is charged to, e.g. a door pairing's id
+    input_tokens: int
+    output_tokens: int
+    created: float
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    conversation_id: str
+    type: str
+    data: dict[str, Any]
+    created: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "created": self.created, **self.data}
+
+
+class Store:
+    """The chat store over one SQLite file. One thread only; see the module docstring."""
+
+    def __init__(self, path: Path | str, clock: Callable[[], float]) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        ensure_private_dir(self.path.parent)
+        try:
+            # Made 0600 before SQLite sees it; the -wal and -shm files copy the main file's mode.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            os.chmod(self.path, 0o600)
+        except OSError as e:
+            raise StoreError(f"Could not open {self.path}: {e.strerror or e}.", self.path) from e
+        with self._guard("open"):
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE … COMMIT), not implicit.
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        try:
+            with self._guard("open"):
+                # Read before any write, so a file that is not ours is left byte for byte.
+                version = self._version()
+                mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"{self.path} cannot use write-ahead logging.", self.path)
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._db.execute("PRAGMA busy_timeout=5000")  # another server on the same data
+                self._migrate(version)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- conversations ------------------------------------------------------------------------
+
+    def create_conversation(
+        self,
+        title: str = "",
+        origin: Origin = "user",
+        pairing_id: str | None = None,
+        context_key: str | None = None,
+        tainted: dict[str, Any] | None = None,
+    ) -> Conversation:
+        if origin not in ("user", "peer"):
+            raise ValueError(f"origin must be 'user' or 'peer', not {origin!r}")
+        conversation = Conversation(
+            f"c_{uuid.uuid4().hex[:16]}",
+            title,
+            self._clock(),
+            origin,
+            None,
+            tainted,
+            pairing_id,
+            context_key,
+        )
+        with self._transaction():
+            self._insert("conversations", conversation)
+        return conversation
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        rows = self._select("SELECT * FROM conversations WHERE id = ?", (conversation_id,))
+        return _from_row(Conversation, rows[0]) if rows else None
+
+    def list_conversations(self, origin: Origin = "user") -> list[Conversation]:
+        """Newest first."""
+        rows = self._select(
+            "SELECT * FROM conversations WHERE origin = ? ORDER BY created DESC, rowid DESC",
+            (origin,),
+        )
+        return [_from_row(Conversation, row) for row in rows]
+
+    def peer_chats(self, pairing_id: str) -> list[Conversation]:
+        """The chats a pairing's door opened, newest first."""
+        rows = self._select(
+            "SELECT * FROM conversations WHERE pairing_id = ? ORDER BY created DESC, rowid DESC",
+            (pairing_id,),
+        )
+        return [_from_row(Conversation, row) for row in rows]
+
+    def find_peer_chat(self, pairing_id: str, context_key: str) -> Conversation | None:
+        rows = self._select(
+            "SELECT * FROM conversations WHERE pairing_id = ? AND context_key = ?",
+            (pairing_id, context_key),
+        )
+        return _from_row(Conversation, rows[0]) if rows else None
+
+    def set_agent(self, conversation_id: str, agent_id: str | None) -> None:
+        with self._transaction():
+            self._require(conversation_id)
+            self._db.execute(
+                "UPDATE conversations SET agent = ? WHERE id = ?", (agent_id, conversation_id)
+            )
+
+    def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> None:
+        """Mark the chat as holding someone else's words. The first taint stays for good."""
+        with self._transaction():
+            self._require(conversation_id)
+            self._db.execute(
+                "UPDATE conversations SET tainted = ? WHERE id = ? AND tainted IS NULL",
+                (_dumps(taint), conversation_id),
+            )
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete a chat with its messages, events and contexts; its spend stays counted."""
+        with self._transaction():
+            cursor = self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+        return cursor.rowcount > 0
+
+    # -- messages and events ------------------------------------------------------------------
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: Role,
+        text: str,
+        agent: str | None = None,
+        round: dict[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> Message:
+        if role not in ("user", "agent", "outside", "note"):
+            raise ValueError(f"role must be user, agent, outside or note, not {role!r}")
+        message = Message(
+            id or f"m_{uuid.uuid4().hex[:16]}",
+            conversation_id,
+            role,
+            text,
+            self._clock(),
+            agent,
+            round,
+        )
+        with self._transaction():
+            self._require(conversation_id)
+            seq = self._insert("messages", message)
+        return dataclasses.replace(message, seq=seq)
+
+    def messages(self, conversation_id: str, limit: int | None = None) -> list[Message]:
+        """Oldest first; with `limit`, only the last `limit` of them."""
+        # LIMIT -1 is SQLite's "no limit".
+        rows = self._select(
+            "SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ?"
+            " ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+            (conversation_id, -1 if limit is None else max(limit, 0)),
+        )
+        return [_from_row(Message, row) for row in rows]
+
+    def last_agent_message(self, conversation_id: str) -> Message | None:
+        """The latest reply by one of your agents (role "agent")."""
+        rows = self._select(
+            "SELECT * FROM messages WHERE conversation_id = ? AND role = 'agent'"
+            " ORDER BY seq DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return _from_row(Message, rows[0]) if rows else None
+
+    def add_event(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event:
+        clash = {"seq", "type", "created"} & set(data)
+        if clash:
+            raise ValueError(f"event data may not use the names {sorted(clash)}")
+        event = Event(0, conversation_id, type, dict(data), self._clock())
+        with self._transaction():
+            self._require(conversation_id)
+            seq = self._insert("events", event)
+        return dataclasses.replace(event, seq=seq)
+
+    def events(self, conversation_id: str, after_seq: int = 0) -> list[Event]:
+        rows = self._select(
+            "SELECT * FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
+            (conversation_id, after_seq),
+        )
+        return [_from_row(Event, row) for row in rows]
+
+    # -- spend --------------------------------------------------------------------------------
+
+    def add_spend(
+        self,
+        usd: float,
+        *,
+        conversation_id: str | None = None,
+        agent: str | None = None,
+        payer: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> None:
+        """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing)."""
+        if not math.isfinite(usd) or usd < 0:
+            raise ValueError(f"spend must be a finite amount of dollars, zero or more, not {usd}")
+        spend = Spend(
+            float(usd), conversation_id, agent, payer, input_tokens, output_tokens, self._clock()
+        )
+        with self._transaction():
+            self._insert("spend", spend)
+
+    def spent(self, conversation_id: str) -> float:
+        rows = self._select(
+            "SELECT COALESCE(SUM(usd), 0.0) AS usd FROM spend WHERE conversation_id = ?",
+            (conversation_id,),
+        )
+        return float(rows[0]["usd"])
+
+    def spent_since(self, since: float, payer: str | None = None) -> float:
+        """Spend recorded at or after `since`; by one payer, or by everyone when None."""
+        sql = "SELECT COALESCE(SUM(usd), 0.0) AS usd FROM spend WHERE created >= ?"
+        args: tuple[Any, ...] = (since,)
+        if payer is not None:
+            sql, args = sql + " AND payer = ?", (since, payer)
+        return float(self._select(sql, args)[0]["usd"])
+
+    # -- outside contexts (an outside agent's contextId for one of our chats) ------------------
+
+    def context_id(self, conversation_id: str, outside_id: str) -> str | None:
+        rows = self._select(
+            "SELECT context_id FROM contexts WHERE conversation_id = ? AND outside_id = ?",
+            (conversation_id, outside_id),
+        )
+        return str(rows[0]["context_id"]) if rows else None
+
+    def set_context_id(self, conversation_id: str, outside_id: str, context_id: str) -> None:
+        with self._transaction():
+            self._require(conversation_id)
+            self._db.execute(
+                "INSERT INTO contexts (conversation_id, outside_id, context_id) VALUES (?, ?, ?)"
+                " ON CONFLICT (conversation_id, outside_id) DO UPDATE SET"
+                " context_id = excluded.context_id",
+                (conversation_id, outside_id, context_id),
+            )
+
+    # -- inside --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        """sqlite3's errors, said in words and naming the file."""
+        try:
+            yield
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.IntegrityError):
+            raise  # A mistake in the call (a closed store, a duplicate id), not in the file.
+        except sqlite3.OperationalError as e:
+            if "full" in str(e):
+                why = "the disk (or the database's size limit) is full"
+            else:
+                why = f"SQLite said: {e}"
+            raise StoreError(f"Could not {doing} {self.path}: {why}.", self.path) from e
+        except sqlite3.DatabaseError as e:
+            raise StoreError(
+                f"{self.path} is not a Conch database or is damaged (SQLite said: {e}); "
+                f"{_LEAVE_IT}.",
+                self.path,
+            ) from e
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._guard("save to"):
+            # IMMEDIATE takes the write lock up front, so a commit never fails on a busy lock.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does that).
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        with self._guard("read"):
+            return [dict(row) for row in self._db.execute(sql, args).fetchall()]
+
+    def _insert(self, table: str, item: Conversation | Message | Event | Spend) -> int:
+        """Insert a row from its dataclass (field = column; seq is SQLite's); return its seq."""
+        row = {
+            name: _dumps(value) if name in _JSON_COLUMNS else value
+            for name, value in dataclasses.asdict(item).items()
+            if name != "seq"
+        }
+        # The table and column names come from this module, never from a caller.
+        columns, marks = ", ".join(row), ", ".join("?" * len(row))
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+        return self._db.execute(sql, tuple(row.values())).lastrowid or 0
+
+    def _require(self, conversation_id: str) -> None:
+        row = self._db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,))
+        if row.fetchone() is None:
+            raise NotFound(conversation_id)
+
+    def _version(self) -> int:
+        """The schema version, refusing a file that is someone else's or a newer Conch's."""
+        # The first read of the file: this is where "not a database" shows.
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer Conch (schema {version}); "
+                "update Conch to open it.",
+                self.path,
+            )
+        if version == 0 and self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise StoreError(
+                f"{self.path} is a SQLite database, but not Conch's; {_LEAVE_IT}.", self.path
+            )
+        return version
+
+    def _migrate(self, version: int) -> None:
+        while version < SCHEMA_VERSION:
+            with self._transaction():
+                # Read again under the write lock: another server may have just migrated it.
+                version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+                if version < SCHEMA_VERSION:
+                    _MIGRATIONS[version](self._db)
+                    version += 1
+                    self._db.execute(f"PRAGMA user_version = {version}")
+
+
+def _from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
+    return cls(**{name: _loads(v) if name in _JSON_COLUMNS else v for name, v in row.items()})

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The project's two commands, with all their set-up, on a machine that has only Python 3.10+.
+
+    python3 dev.py lab     JupyterLab with Conch and the demo notebook (offline default)
+    python3 dev.py test    the whole test suite (installs what it needs, Chromium included)
+
+Both make a virtual environment in .venv and install the project into it (again only when
+pyproject.toml changed). Extra words after `test` go to pytest, e.g. `python3 dev.py test -k door`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def say(text: str) -> None:
+    print(f"[conch] {text}", flush=True)
+
+
+def run(*args: str | Path, **kwargs: object) -> None:
+    subprocess.run([str(a) for a in args], check=True, **kwargs)  # type: ignore[call-overload]
+
+
+def ensure_venv(extra: str) -> None:
+    if not PYTHON.exists():
+        say(f"making a virtual environment in {VENV.name}/")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+        run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    stamp = VENV / f".installed-{extra}"
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return
+    say(f"installing conch-jupyter[{extra}] into {VENV.name}/ (a few minutes the first time)")
+    run(PYTHON, "-m", "pip", "install", "--quiet", "-e", f".[{extra}]", cwd=ROOT)
+    stamp.write_text(wanted)
+
+
+def ensure_chromium() -> None:
+    """The browser tests drive Debian's chromium; install it where it is missing and we can."""
+    if CHROMIUM.exists():
+        return
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        say("installing Debian's chromium for the browser tests")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        run("apt-get", "update", "-qq", env=env)
+        run("apt-get", "install", "-y", "-qq", "chromium", env=env)
+    else:
+        say(
+            "chromium is missing and cannot be installed here (needs root and apt-get): "
+            "the browser tests will say so and be skipped"
+        )
+
+
+def lab(args: list[str]) -> int:
+    ensure_venv("lab")
+    say("starting JupyterLab with Conch; the demo notebook opens on the offline agents")
+    command = [
+        str(BIN / "jupyter"),
+        "lab",
+        "--ServerApp.root_dir=" + str(ROOT),
+        "notebooks/demo.ipynb",
+        *args,
+    ]
+    return subprocess.call(command, cwd=ROOT)
+
+
+def test(args: list[str]) -> int:
+    ensure_venv("test")
+    ensure_chromium()
+    code = subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
+    if code == 5:
+        say("pytest collected no tests: that is a failure here")
+        return 1
+    return code
+
+
+def main() -> int:
+    commands = {"lab": lab, "test": test}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(__doc__)
+        return 2
+    return commands[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Shared fixtures: a real Jupyter server with Conch loaded under the awkward base_url."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+Api = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests never reach a hosted model: no key from the machine may leak in.
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def conch_dir(tmp_path: Path) -> Path:
+    return tmp_path / "conch-data"
+
+
+@pytest.fixture
+def conch_config() -> dict[str, Any]:
+    """Overrides for c.ConchApp in one test (e.g. spending limits)."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(conch_dir: Path, conch_config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"conch_jupyter": True}},
+        "ConchApp": {
+            "data_dir": str(conch_dir),
+            "offline_delay": 0.0,
+            "retry_delay": 0.05,
+            **conch_config,
+        },
+    }
+
+
+@pytest.fixture
+def api(jp_fetch: Any) -> Api:
+    """Call conch/api/… with the Jupyter token; returns (status, parsed JSON or None)."""
+
+    async def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+        if body is not None and "body" not in kwargs:
+            kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
+        if method in ("POST", "PATCH", "PUT") and "body" not in kwargs:
+            kwargs["body"] = b""
+        response = await jp_fetch(
+            "conch", "api", *path.strip("/").split("/"), method=method, raise_error=False, **kwargs
+        )
+        text = response.body.decode() if response.body else ""
+        return response.code, json.loads(text) if text else None
+
+    return call
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float = 10.0) -> Any:
+    """Poll an async check until it returns something truthy; fail with the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting; last value: {last!r}")
+
+
+async def settled(api: Api, conversation_id: str, timeout: float = 10.0) -> dict[str, Any]:
+    """The chat once it has answered everything it was sent."""
+
+    async def check() -> dict[str, Any] | None:
+        status, chat = await api("GET", f"conversations/{conversation_id}")
+        assert status == 200, chat
+        return None if chat["busy"] else chat
+
+    result: dict[str, Any] = await wait_for(check, timeout)
+    return result

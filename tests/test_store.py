@@ -1,0 +1,337 @@
+"""store.py: the chat store on a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conch_jupyter.files import StoreError
+from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store, month_start
+
+
+class Clock:
+    def __init__(self, now: float = 1_700_000_000.0, step: float = 1.0) -> None:
+        self.now, self.step = now, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "conch" / "conch.sqlite3"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[Store]:
+    with Store(path, Clock()) as opened:
+        yield opened
+
+
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> float:
+    return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc).timestamp()
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
+def test_files_are_private(store: Store, path: Path) -> None:
+    store.create_conversation()
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    for name in (path.name, path.name + "-wal", path.name + "-shm"):
+        assert stat.S_IMODE((path.parent / name).stat().st_mode) == 0o600, name
+
+
+def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path) -> None:
+    other = sqlite3.connect(path)
+    try:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    finally:
+        other.close()
+    db = store._db  # the store's own connection settings
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_reopen_after_close_keeps_everything(path: Path) -> None:
+    first = Store(path, Clock())
+    chat = first.create_conversation("kept")
+    first.set_taint(chat.id, {"kind": "person", "by": "Outside"})
+    message = first.add_message(chat.id, "user", "hello")
+    event = first.add_event(chat.id, "round.started", {"named": ["writer"]})
+    first.add_spend(0.25, conversation_id=chat.id)
+    first.set_context_id(chat.id, "o_1", "ctx-1")
+    stored = first.get_conversation(chat.id)
+    first.close()
+    first.close()  # closing twice is harmless
+    with Store(path, Clock()) as again:
+        assert again.get_conversation(chat.id) == stored
+        assert stored is not None
+        assert stored.tainted == {"kind": "person", "by": "Outside"}
+        assert again.messages(chat.id) == [message]
+        assert again.events(chat.id) == [event]
+        assert again.spent(chat.id) == 0.25
+        assert again.context_id(chat.id, "o_1") == "ctx-1"
+
+
+def test_a_file_that_is_not_sqlite_is_an_error_and_untouched(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    text = b"these are my notes, not a database\n" * 200
+    path.write_bytes(text)
+    with pytest.raises(StoreError) as caught:
+        Store(path, Clock())
+    assert str(path) in str(caught.value)
+    assert "will not overwrite" in str(caught.value)
+    assert caught.value.path == path
+    assert path.read_bytes() == text
+
+
+def test_someone_elses_sqlite_database_is_refused(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE recipes (name TEXT)")
+    other.commit()
+    other.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not Conch's"):
+        Store(path, Clock())
+    assert path.read_bytes() == before
+
+
+def test_a_newer_schema_is_refused(store: Store, path: Path) -> None:
+    store._db.execute("PRAGMA user_version = 99")
+    store.close()
+    with pytest.raises(StoreError, match="newer Conch"):
+        Store(path, Clock())
+
+
+def test_a_damaged_database_is_an_error_and_left_alone(path: Path) -> None:
+    with Store(path, Clock()) as store:
+        chat = store.create_conversation()
+        for n in range(400):
+            store.add_message(chat.id, "user", f"message {n} " + "x" * 500)
+    data = bytearray(path.read_bytes())
+    for at in range(4096 * 2, len(data), 4096):  # scribble over every page but the first
+        data[at : at + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+
+    def open_and_read() -> None:
+        with Store(path, Clock()) as damaged:
+            damaged.messages(chat.id)
+
+    with pytest.raises(StoreError, match="damaged") as caught:
+        open_and_read()
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == bytes(data)
+
+
+def test_a_full_disk_fails_in_words_and_keeps_what_was_stored(store: Store) -> None:
+    chat = store.create_conversation()
+    kept = store.add_message(chat.id, "user", "before")
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "disk is full"
+    with pytest.raises(StoreError, match="is full"):
+        store.add_message(chat.id, "agent", "x" * 200_000, agent="writer")
+    assert store.messages(chat.id) == [kept]
+    assert store.add_message(chat.id, "note", "small").text == "small"  # still usable
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+
+def test_conversations_round_trip_and_order(store: Store) -> None:
+    first = store.create_conversation("first")
+    second = store.create_conversation("second")
+    assert first.id.startswith("c_")
+    assert len(first.id) == 18
+    assert store.get_conversation(first.id) == first
+    assert store.get_conversation("c_nothing") is None
+    assert first.to_json() == {
+        "id": first.id,
+        "title": "first",
+        "created": first.created,
+        "origin": "user",
+        "agent": None,
+        "tainted": None,
+    }
+    assert [c.id for c in store.list_conversations()] == [second.id, first.id]
+
+
+def test_same_instant_conversations_list_newest_first(path: Path) -> None:
+    with Store(path, Clock(step=0.0)) as store:
+        ids = [store.create_conversation().id for _ in range(3)]
+        assert [c.id for c in store.list_conversations()] == ids[::-1]
+
+
+def test_peer_chats_are_kept_apart(store: Store) -> None:
+    mine = store.create_conversation("mine")
+    door = store.create_conversation(
+        origin="peer", pairing_id="p_1", context_key="ctx", tainted={"kind": "person", "by": "x"}
+    )
+    store.create_conversation(origin="peer", pairing_id="p_2", context_key="ctx")
+    assert [c.id for c in store.list_conversations()] == [mine.id]
+    assert [c.id for c in store.peer_chats("p_1")] == [door.id]
+    assert store.find_peer_chat("p_1", "ctx") == door
+    assert store.find_peer_chat("p_1", "other") is None
+    assert door.tainted == {"kind": "person", "by": "x"}
+    with pytest.raises(ValueError, match="origin"):
+        store.create_conversation(origin="robot")  # type: ignore[arg-type]
+
+
+def test_agent_and_taint(store: Store) -> None:
+    chat = store.create_conversation()
+    store.set_agent(chat.id, "writer")
+    store.set_taint(chat.id, {"kind": "person", "by": "Outside One"})
+    store.set_taint(chat.id, {"kind": "person", "by": "Someone Later"})
+    again = store.get_conversation(chat.id)
+    assert again is not None
+    assert again.agent == "writer"
+    assert again.tainted == {"kind": "person", "by": "Outside One"}
+    with pytest.raises(NotFound):
+        store.set_agent("c_x", "w")
+    with pytest.raises(NotFound):
+        store.set_taint("c_x", {})
+
+
+def test_delete_cascades_but_spend_stays_counted(store: Store) -> None:
+    chat = store.create_conversation()
+    keep = store.create_conversation()
+    store.add_message(chat.id, "user", "gone")
+    store.add_event(chat.id, "round.started", {"named": []})
+    store.set_context_id(chat.id, "o_1", "ctx")
+    store.add_message(keep.id, "user", "kept")
+    store.add_spend(0.5, conversation_id=chat.id)
+    assert store.delete_conversation(chat.id) is True
+    assert store.delete_conversation(chat.id) is False
+    assert store.get_conversation(chat.id) is None
+    assert store.messages(chat.id) == []
+    assert store.events(chat.id) == []
+    assert store.context_id(chat.id, "o_1") is None
+    assert store.spent_since(0) == 0.5  # deleting a chat gives no budget back
+    assert [m.text for m in store.messages(keep.id)] == ["kept"]
+
+
+# -- messages and events --------------------------------------------------------------------------
+
+
+def test_messages_round_trip_order_and_limit(store: Store) -> None:
+    chat = store.create_conversation()
+    turn_one = {"turn": 1, "handed_by": None}
+    said = [
+        store.add_message(chat.id, "user", "one"),
+        store.add_message(chat.id, "agent", "two", agent="writer", round=turn_one),
+        store.add_message(chat.id, "outside", "three", agent="o_1"),
+        store.add_message(chat.id, "note", "four", round={"turn": 2, "handed_by": "writer"}),
+    ]
+    assert said[0].id.startswith("m_")
+    assert len(said[0].id) == 18
+    assert store.messages(chat.id) == said
+    assert store.messages(chat.id, limit=2) == said[2:]
+    assert store.messages(chat.id, limit=0) == []
+    assert store.messages(chat.id, limit=99) == said
+    assert store.last_agent_message(chat.id) == said[1]
+    assert said[0].to_json() == {
+        "id": said[0].id,
+        "role": "user",
+        "text": "one",
+        "created": said[0].created,
+    }
+    assert said[1].to_json() == {
+        "id": said[1].id,
+        "role": "agent",
+        "agent": "writer",
+        "text": "two",
+        "created": said[1].created,
+        "round": {"turn": 1, "handed_by": None},
+    }
+
+
+def test_a_message_may_keep_the_id_it_was_streamed_with(store: Store) -> None:
+    chat = store.create_conversation()
+    assert store.add_message(chat.id, "agent", "hi", agent="w", id="m_streamed").id == "m_streamed"
+    assert store.messages(chat.id)[0].id == "m_streamed"
+
+
+def test_message_mistakes(store: Store) -> None:
+    chat = store.create_conversation()
+    assert store.last_agent_message(chat.id) is None
+    with pytest.raises(NotFound, match="There is no chat"):
+        store.add_message("c_nothing", "user", "x")
+    with pytest.raises(ValueError, match="role"):
+        store.add_message(chat.id, "system", "x")  # type: ignore[arg-type]
+
+
+def test_events_round_trip(store: Store) -> None:
+    chat = store.create_conversation()
+    started = store.add_event(chat.id, "round.started", {"named": ["researcher", "writer"]})
+    asking = store.add_event(chat.id, "round.asking", {"agent": "writer"})
+    ended = store.add_event(chat.id, "round.ended", {"turns": 2, "reason": "done"})
+    assert store.events(chat.id) == [started, asking, ended]
+    assert store.events(chat.id, after_seq=started.seq) == [asking, ended]
+    assert ended.to_json() == {
+        "seq": ended.seq,
+        "type": "round.ended",
+        "created": ended.created,
+        "turns": 2,
+        "reason": "done",
+    }
+    with pytest.raises(ValueError, match="may not use"):
+        store.add_event(chat.id, "x", {"seq": 1})
+    with pytest.raises(NotFound):
+        store.add_event("c_nothing", "x", {})
+
+
+def test_context_ids(store: Store) -> None:
+    chat = store.create_conversation()
+    assert store.context_id(chat.id, "o_1") is None
+    store.set_context_id(chat.id, "o_1", "first")
+    store.set_context_id(chat.id, "o_1", "second")
+    store.set_context_id(chat.id, "o_2", "other")
+    assert store.context_id(chat.id, "o_1") == "second"
+    assert store.context_id(chat.id, "o_2") == "other"
+
+
+# -- spend ----------------------------------------------------------------------------------------
+
+
+def test_spend_sums(path: Path) -> None:
+    clock = Clock(now=utc(2024, 2, 29, 23, 59, 57))
+    with Store(path, clock) as store:
+        chat = store.create_conversation()  # 23:59:58
+        store.add_spend(0.25, conversation_id=chat.id, agent="writer", input_tokens=10)  # :59
+        store.add_spend(0.5, conversation_id=chat.id, payer="p_1", output_tokens=3)  # March
+        store.add_spend(0.125, payer="p_1")
+        store.add_spend(1.0, payer="p_2")
+        assert store.spent(chat.id) == 0.75
+        assert store.spent("c_other") == 0.0
+        march = month_start(clock.now)
+        assert march == utc(2024, 3, 1)
+        assert store.spent_since(march) == 1.625
+        assert store.spent_since(march, payer="p_1") == 0.625
+        assert store.spent_since(0) == 1.875
+        for bad in (-0.01, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match="spend"):
+                store.add_spend(bad)
+
+
+@pytest.mark.parametrize(
+    ("moment", "start"),
+    [
+        (utc(2024, 3, 15, 12, 30), utc(2024, 3, 1)),
+        (utc(2024, 3, 1), utc(2024, 3, 1)),
+        (utc(2024, 2, 29, 23, 59, 59), utc(2024, 2, 1)),
+        (utc(2023, 12, 31, 23, 0), utc(2023, 12, 1)),
+        (utc(2025, 1, 1, 0, 0, 1), utc(2025, 1, 1)),
+    ],
+)
+def test_month_start_is_utc(moment: float, start: float) -> None:
+    assert month_start(moment) == start
