@@ -496,3 +496,14 @@ def test_a_responder_answers_each_agent_by_its_system_prompt(models: ScriptedMod
     for agent in ("Ada", "Bob"):
         request = ModelRequest("claude-test", agent, (Turn("user", "Hi"),))
         assert answer(anthropic(models), request).text == f"Answering as {agent}"
+
+
+def test_anthropic_error_event_that_is_not_passing_is_not_retried(models: ScriptedModels) -> None:
+    models.script(Reply(text="x", stream_error="invalid_request_error"), Reply(text="never sent"))
+    out = answer(anthropic(models))
+    assert out.error is not None
+    assert out.error.words == (
+        "The anthropic provider stopped with an error (invalid_request_error):"
+        " scripted invalid_request_error"
+    )
+    assert (out.error.passing, len(models.requests)) == (False, 1)
