@@ -346,10 +346,10 @@ class RoundService:
             self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
         elif end.reason == "stopped":
             self._note(chat.id, "You stopped the reply.")
-        if chat.visible:
-            self._event(chat.id, "round.ended", {"turns": end.turns, "reason": end.reason})
         chat.round = None
         self.hub.publish(chat.id, {"type": "round", "round": None})
+        if chat.visible:
+            self._event(chat.id, "round.ended", {"turns": end.turns, "reason": end.reason})
 
     # --- small pieces ---
 
