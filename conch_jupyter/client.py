@@ -124,7 +124,7 @@ class ConchClient:
 
     # --- plumbing ---
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         try:
             response = self._http.request(
                 method, self.api_url + path, json=body if body is not None else None
@@ -135,7 +135,8 @@ class ConchClient:
             ) from None
         if response.status_code >= 400:
             self._raise(response)
-        return response.json() if response.content else None
+        answer: dict[str, Any] = response.json() if response.content else {}
+        return answer
 
     @staticmethod
     def _raise(response: httpx.Response) -> None:

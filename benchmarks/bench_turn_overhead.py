@@ -1,0 +1,365 @@
+"""What Conch itself adds between two turns of a round, with a model that answers instantly.
+
+The gap measured: from the moment the scripted model server has sent the last byte of reply N
+to the moment request N+1 has arrived at it, both stamped by the model server's own clock. In
+between, all of it Conch's: reading the end of the stream, storing the reply and the next
+turn's note (SQLite, WAL, synchronous=FULL), the engine's decision, publishing to the one
+follower of the chat's event stream, building the next request (history, system prompt, the
+agent's sealed key) and opening a new connection to the model.
+
+Set-up: a real Jupyter server in a subprocess with Conch enabled and its data in a temporary
+folder; three agents on a scripted OpenAI-compatible server (tests/scripted_models.py) that hand
+on in a cycle, Ann "@Bob", Bob "@Cat", Cat "@Ann", so every round is 8 replies and ends at the
+reply limit; rounds started one after another over HTTP in one chat, while a second client
+follows the chat's server-sent events. Only gaps inside a round count (7 per round): the time
+between rounds is this script's own HTTP round trip. The first rounds are warm-up.
+
+Side by side: the pure engine (rounds.Round) driven through the same rounds with no I/O, timing
+`handle(ReplyEnded(...))` to the next Speak decision, so the ratio shows what storage, HTTP and
+fan-out cost. Prints; never asserts on speed.
+
+    .venv/bin/python benchmarks/bench_turn_overhead.py [--rounds 60] [--warmup 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from asyncio import StreamReader, StreamWriter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _machine import machine_line, summarize  # benchmarks/ is on sys.path as the script's folder
+
+from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # for the scripted model server, which lives with the tests
+
+from tests.scripted_models import RecordedRequest, Reply, ScriptedModels  # noqa: E402
+
+AGENTS = ("Ann", "Bob", "Cat")
+# Short replies that hand on, a few words each: every word is a delta fanned out to the follower.
+REPLIES = {
+    "Ann": "Sources checked, three options found. @Bob",
+    "Bob": "Draft written from those options. @Cat",
+    "Cat": "Reviewed; one fix needed. @Ann",
+}
+REPLIES_PER_ROUND = 8
+SPEAKER = re.compile(r"^You are (.+?)\.", re.M)
+# Keys that would make the server reach a hosted model; none may leak into the subprocess.
+PROVIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
+
+
+# --- the model server, with a clock ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One model request as the model server saw it, in perf_counter_ns."""
+
+    round: int
+    accepted: int  # the connection was accepted
+    arrived: int  # the whole request (head and body) had been read
+    finished: int  # the last byte of the streamed reply was handed to the socket
+
+
+class TimedModels(ScriptedModels):
+    """ScriptedModels that stamps every exchange; `round` tags them with the driver's round."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.round = -1
+        self.exchanges: list[Exchange] = []
+        self._accepted: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    # Both hooks override private methods of the test double: the benchmark needs the moments
+    # it has no public hook for, and must not change tests/.
+    async def _handle(self, reader: StreamReader, writer: StreamWriter) -> None:
+        self._accepted[id(writer)] = time.perf_counter_ns()
+        await super()._handle(reader, writer)
+
+    async def _answer(
+        self, request: RecordedRequest, reader: StreamReader, writer: StreamWriter
+    ) -> None:
+        arrived = time.perf_counter_ns()
+        accepted = self._accepted.pop(id(writer), arrived)
+        round_now = self.round
+        await super()._answer(request, reader, writer)
+        finished = time.perf_counter_ns()  # after the final chunk's drain()
+        with self._lock:
+            self.exchanges.append(Exchange(round_now, accepted, arrived, finished))
+
+
+def respond(body: Any) -> Reply:
+    """Each agent's reply, picked by the name its system prompt gives it."""
+    messages = body.get("messages", [])
+    system = messages[0]["content"] if messages else ""
+    found = SPEAKER.search(system)
+    if not found:
+        raise RuntimeError("a model request without the speaker's name in its system prompt")
+    return Reply(text=REPLIES[found.group(1)])
+
+
+# --- the Jupyter server ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def jupyter_server(root: Path, token: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A Jupyter server with Conch, its data and runtime files in `root`; yields its URL."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
+    env["JUPYTER_RUNTIME_DIR"] = str(root / "runtime")  # its server-info files stay in root
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.open_browser=False",
+        "--no-browser",
+        "--allow-root",  # containers often run as root; the server is on loopback only
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions={'conch_jupyter': True}",
+        f"--ConchApp.data_dir={root / 'conch'}",
+        "--ConchApp.offline_delay=0",
+    ]
+    log_path = root / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_up(url, token, process, log_path)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)  # Jupyter's clean shutdown
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the Jupyter server exited early:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(httpx.TransportError):
+            status = httpx.get(f"{url}api/status", headers=_auth(token), timeout=2)
+            if status.status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"the Jupyter server did not start in 60 s:\n{log.read_text()[-3000:]}")
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"token {token}"}
+
+
+# --- driving rounds over HTTP ---------------------------------------------------------------
+
+
+async def _checked(response: httpx.Response, status: int) -> Any:
+    if response.status_code != status:
+        raise RuntimeError(
+            f"{response.request.url} answered {response.status_code}: {response.text}"
+        )
+    return response.json() if response.content else None
+
+
+async def make_agents(api: httpx.AsyncClient, models: ScriptedModels) -> None:
+    """Replace the default agents with three on the scripted OpenAI-compatible server."""
+    for default in ("researcher", "writer"):
+        await api.delete(f"agents/{default}")
+    for name in AGENTS:
+        body = {
+            "name": name,
+            "persona": f"{name}, one of three agents taking turns",
+            "provider": {
+                "kind": "openai",
+                "model": "scripted",
+                "base_url": models.openai_url,
+                "api_key": "sk-bench",
+            },
+        }
+        await _checked(await api.post("agents", json=body), 201)
+
+
+class Follower:
+    """A second client reading the chat's event stream; it reports each round's end."""
+
+    def __init__(self, client: httpx.AsyncClient, chat_id: str) -> None:
+        self.client = client
+        self.chat_id = chat_id
+        self.ready = asyncio.Event()
+        self.ends: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.items: dict[str, int] = {}
+
+    async def run(self) -> None:
+        async with self.client.stream("GET", f"conversations/{self.chat_id}/events") as response:
+            if response.status_code != 200:
+                raise RuntimeError(f"the event stream answered {response.status_code}")
+            async for kind, data in _sse(response.aiter_lines()):
+                self.items[kind] = self.items.get(kind, 0) + 1
+                if kind == "snapshot":
+                    self.ready.set()
+                elif kind == "event" and data["event"]["type"] == "round.ended":
+                    self.ends.put_nowait(data["event"])
+
+
+async def _sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
+    """(event name, parsed data) from a server-sent-event stream; enough for Conch's."""
+    kind, data = "message", ""
+    async for line in lines:
+        if not line:
+            if data:
+                yield kind, json.loads(data)
+            kind, data = "message", ""
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data += line[5:].strip()
+
+
+@dataclass(frozen=True)
+class ServerRun:
+    gaps: list[int]  # ns, reply N's last byte sent → request N+1 read
+    connects: list[int]  # ns, of each gap: request N+1's connection accepted → request read
+    rounds: int
+    follower_items: dict[str, int]
+    seconds: float
+
+
+async def drive(url: str, token: str, models: TimedModels, rounds: int, warmup: int) -> ServerRun:
+    headers = _auth(token)
+    timeout = httpx.Timeout(30.0)
+    follow = httpx.Timeout(30.0, read=None)  # the event stream is quiet between rounds
+    async with (
+        httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=timeout) as api,
+        httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=follow) as events,
+    ):
+        await make_agents(api, models)
+        chat = await _checked(await api.post("conversations", json={"title": "bench"}), 201)
+        follower = Follower(events, chat["id"])
+        following = asyncio.create_task(follower.run())
+        await asyncio.wait_for(follower.ready.wait(), 10)
+        started = time.monotonic()
+        for number in range(warmup + rounds):
+            models.round = number
+            text = {"text": "@Ann go round the table"}
+            await _checked(await api.post(f"conversations/{chat['id']}/messages", json=text), 202)
+            end = await asyncio.wait_for(follower.ends.get(), 30)
+            if (end["turns"], end["reason"]) != (REPLIES_PER_ROUND, "replies"):
+                raise RuntimeError(f"round {number} ended unexpectedly: {end}")
+        seconds = time.monotonic() - started
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+
+    gaps, connects = [], []
+    with models._lock:
+        exchanges = list(models.exchanges)
+    for before, after in itertools.pairwise(exchanges):
+        if before.round == after.round and before.round >= warmup:
+            gaps.append(after.arrived - before.finished)
+            connects.append(after.arrived - after.accepted)
+    if len(gaps) != rounds * (REPLIES_PER_ROUND - 1):
+        raise RuntimeError(f"expected {rounds * (REPLIES_PER_ROUND - 1)} gaps, got {len(gaps)}")
+    return ServerRun(gaps, connects, rounds, dict(follower.items), seconds)
+
+
+# --- the reference: the pure engine alone ---------------------------------------------------
+
+
+def engine_gaps(rounds: int, warmup: int) -> list[int]:
+    """The same rounds through rounds.Round alone: reply N in → Speak for N+1 out, in ns."""
+    roster = Roster(ours=AGENTS)
+    clock = time.perf_counter_ns
+    gaps: list[int] = []
+    for number in range(warmup + rounds):
+        rnd = Round(named=["Ann"], roster=roster)
+        decision = rnd.start()
+        while isinstance(decision, Speak):
+            event = decision.agent
+            start = clock()
+            decision = rnd.handle(ReplyEnded(event, REPLIES[event]))
+            took = clock() - start
+            if isinstance(decision, Speak) and number >= warmup:
+                gaps.append(took)
+        if rnd.replies != REPLIES_PER_ROUND:
+            raise RuntimeError(f"the engine's round ended after {rnd.replies} replies")
+    return gaps
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=60, help="measured rounds (7 gaps each)")
+    parser.add_argument("--warmup", type=int, default=3, help="rounds run first, not measured")
+    args = parser.parse_args()
+
+    token = secrets.token_hex(16)
+    with (
+        tempfile.TemporaryDirectory(prefix="conch-bench-") as tmp,
+        TimedModels() as models,
+        jupyter_server(Path(tmp), token) as (url, _),
+    ):
+        models.responder = respond
+        run = asyncio.run(drive(url, token, models, args.rounds, args.warmup))
+    engine = engine_gaps(rounds=20_000, warmup=500)
+
+    server, alone = summarize(run.gaps), summarize(engine)
+    connect = summarize(run.connects)
+    print("Per-turn overhead, instant model: reply N's last byte → request N+1 at the model")
+    print(f"machine: {machine_line()}")
+    print(f"date: {time.strftime('%Y-%m-%d')}")
+    print()
+    print(
+        f"Jupyter server + SQLite (synchronous=FULL) + 1 event-stream follower: "
+        f"{run.rounds} rounds of {REPLIES_PER_ROUND} replies in {run.seconds:.1f} s, "
+        f"{server.count} turns measured"
+    )
+    print(f"  gap                         {server.ms()}")
+    print(f"  of which connect → request  {connect.ms()}")
+    items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
+    print(f"  follower received: {items}")
+    print(f"pure engine (rounds.Round, no I/O): {alone.count} turns measured")
+    print(f"  gap                         {alone.ms()}")
+    print()
+    print(f"ratio of medians, server / engine alone: {server.median / alone.median:,.0f}x")
+
+
+if __name__ == "__main__":
+    main()
