@@ -86,7 +86,7 @@ class TimedModels(ScriptedModels):
     def __init__(self) -> None:
         super().__init__()
         self.round = -1
-        self.exchanges: list[Exchange] = []
+        self._exchanges: list[Exchange] = []
         self._accepted: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -105,7 +105,12 @@ class TimedModels(ScriptedModels):
         await super()._answer(request, reader, writer)
         finished = time.perf_counter_ns()  # after the final chunk's drain()
         with self._lock:
-            self.exchanges.append(Exchange(round_now, accepted, arrived, finished))
+            self._exchanges.append(Exchange(round_now, accepted, arrived, finished))
+
+    def exchanges(self) -> list[Exchange]:
+        """Every exchange so far, in the order the replies finished."""
+        with self._lock:
+            return list(self._exchanges)
 
 
 def respond(body: Any) -> Reply:
@@ -251,51 +256,82 @@ async def _sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
             data += line[5:].strip()
 
 
+async def _round_end_without_follower(
+    api: httpx.AsyncClient, chat_id: str, models: TimedModels, number: int
+) -> dict[str, Any]:
+    """With nobody following: wait for the round's last model request, then ask the chat."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        # Polled only once the last reply is out, so the measured gaps see no extra requests.
+        done = sum(1 for e in models.exchanges() if e.round == number)
+        if done >= REPLIES_PER_ROUND:
+            chat = await _checked(await api.get(f"conversations/{chat_id}"), 200)
+            if not chat["busy"]:
+                ends = [e for e in chat["events"] if e["type"] == "round.ended"]
+                return dict(ends[-1])
+        await asyncio.sleep(0.005)
+    raise RuntimeError(f"round {number} did not end within 30 s")
+
+
 @dataclass(frozen=True)
 class ServerRun:
     gaps: list[int]  # ns, reply N's last byte sent → request N+1 read
     connects: list[int]  # ns, of each gap: request N+1's connection accepted → request read
     rounds: int
-    follower_items: dict[str, int]
+    followers: int
+    follower_items: dict[str, int]  # what the first follower received, by kind
     seconds: float
 
 
-async def drive(url: str, token: str, models: TimedModels, rounds: int, warmup: int) -> ServerRun:
+async def drive(
+    url: str, token: str, models: TimedModels, rounds: int, warmup: int, followers: int = 1
+) -> ServerRun:
     headers = _auth(token)
     timeout = httpx.Timeout(30.0)
-    follow = httpx.Timeout(30.0, read=None)  # the event stream is quiet between rounds
-    async with (
-        httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=timeout) as api,
-        httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=follow) as events,
-    ):
+    follow = httpx.Timeout(30.0, read=None)  # an event stream is quiet between rounds
+    async with contextlib.AsyncExitStack() as stack:
+        api = await stack.enter_async_context(
+            httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=timeout)
+        )
         await make_agents(api, models)
         chat = await _checked(await api.post("conversations", json={"title": "bench"}), 201)
-        follower = Follower(events, chat["id"])
-        following = asyncio.create_task(follower.run())
-        await asyncio.wait_for(follower.ready.wait(), 10)
+        chat_id = chat["id"]
+        watching: list[Follower] = []
+        tasks: list[asyncio.Task[None]] = []
+        for _ in range(followers):  # each its own client and connection, like a second tab
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=follow)
+            )
+            watching.append(Follower(client, chat_id))
+            tasks.append(asyncio.create_task(watching[-1].run()))
+        await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in watching)), 10)
         started = time.monotonic()
         for number in range(warmup + rounds):
             models.round = number
             text = {"text": "@Ann go round the table"}
-            await _checked(await api.post(f"conversations/{chat['id']}/messages", json=text), 202)
-            end = await asyncio.wait_for(follower.ends.get(), 30)
+            await _checked(await api.post(f"conversations/{chat_id}/messages", json=text), 202)
+            if watching:
+                end = await asyncio.wait_for(watching[0].ends.get(), 30)
+            else:
+                end = await _round_end_without_follower(api, chat_id, models, number)
             if (end["turns"], end["reason"]) != (REPLIES_PER_ROUND, "replies"):
                 raise RuntimeError(f"round {number} ended unexpectedly: {end}")
         seconds = time.monotonic() - started
-        following.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await following
+        for task in tasks:
+            task.cancel()
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if not isinstance(outcome, asyncio.CancelledError | None):
+                raise RuntimeError("an event-stream follower failed") from outcome
 
     gaps, connects = [], []
-    with models._lock:
-        exchanges = list(models.exchanges)
-    for before, after in itertools.pairwise(exchanges):
+    for before, after in itertools.pairwise(models.exchanges()):
         if before.round == after.round and before.round >= warmup:
             gaps.append(after.arrived - before.finished)
             connects.append(after.arrived - after.accepted)
     if len(gaps) != rounds * (REPLIES_PER_ROUND - 1):
         raise RuntimeError(f"expected {rounds * (REPLIES_PER_ROUND - 1)} gaps, got {len(gaps)}")
-    return ServerRun(gaps, connects, rounds, dict(follower.items), seconds)
+    items = watching[0].items if watching else {}
+    return ServerRun(gaps, connects, rounds, followers, dict(items), seconds)
 
 
 # --- the reference: the pure engine alone ---------------------------------------------------
@@ -328,6 +364,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=60, help="measured rounds (7 gaps each)")
     parser.add_argument("--warmup", type=int, default=3, help="rounds run first, not measured")
+    parser.add_argument(
+        "--followers", type=int, default=1, help="clients following the chat's event stream"
+    )
     args = parser.parse_args()
 
     token = secrets.token_hex(16)
@@ -337,7 +376,7 @@ def main() -> None:
         jupyter_server(Path(tmp), token) as (url, _),
     ):
         models.responder = respond
-        run = asyncio.run(drive(url, token, models, args.rounds, args.warmup))
+        run = asyncio.run(drive(url, token, models, args.rounds, args.warmup, args.followers))
     engine = engine_gaps(rounds=20_000, warmup=500)
 
     server, alone = summarize(run.gaps), summarize(engine)
@@ -347,14 +386,15 @@ def main() -> None:
     print(f"date: {time.strftime('%Y-%m-%d')}")
     print()
     print(
-        f"Jupyter server + SQLite (synchronous=FULL) + 1 event-stream follower: "
+        f"Jupyter server + SQLite (synchronous=FULL) + {run.followers} event-stream follower(s): "
         f"{run.rounds} rounds of {REPLIES_PER_ROUND} replies in {run.seconds:.1f} s, "
         f"{server.count} turns measured"
     )
     print(f"  gap                         {server.ms()}")
     print(f"  of which connect → request  {connect.ms()}")
-    items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
-    print(f"  follower received: {items}")
+    if run.follower_items:
+        items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
+        print(f"  a follower received: {items}")
     print(f"pure engine (rounds.Round, no I/O): {alone.count} turns measured")
     print(f"  gap                         {alone.ms()}")
     print()

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 from .talk import ROUND_LIMITS, RoundLimits, mentions_in
 
@@ -199,7 +199,14 @@ class Round:
                 self._queue.append(_Waiting(name, None))
         return self._next()
 
+    @overload
+    def handle(self, event: SpendRecorded | UserWrote) -> None: ...
+    @overload
+    def handle(
+        self, event: ReplyEnded | OutsideAnswered | Stop | ProviderFailed | TurnRefused
+    ) -> Decision: ...
     def handle(self, event: Event) -> Decision | None:
+        """Take one event; the next decision, or None for events that only note something."""
         if self.phase in ("new", "ended"):
             raise RoundError(f"{type(event).__name__} arrived while the round is {self.phase}")
         if isinstance(event, SpendRecorded):

@@ -27,6 +27,7 @@ from .hub import Hub
 from .providers import make_provider, stream_reply
 from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
 from .rounds import (
+    Decision,
     End,
     ProviderFailed,
     ReplyEnded,
@@ -38,7 +39,7 @@ from .rounds import (
     TurnRefused,
     UserWrote,
 )
-from .store import Message, Store, month_start
+from .store import Conversation, Message, Store, month_start
 from .talk import ROUND_END_WORDS, mentions_in, outside_refused_note, turn_note
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,7 @@ class RoundService:
 
     async def _speak(
         self, chat: _Chat, agent: Agent, turn: Speak, message: Message, agents: list[Agent]
-    ) -> Any:
+    ) -> Decision:
         rnd = chat.round
         assert rnd is not None
         refusal = self._budget_refusal(chat.id, agent)
@@ -353,7 +354,7 @@ class RoundService:
 
     # --- small pieces ---
 
-    def _require(self, conversation_id: str) -> Any:
+    def _require(self, conversation_id: str) -> Conversation:
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None or conversation.origin != "user":
             raise ChatNotFound(conversation_id)

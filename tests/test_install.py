@@ -299,7 +299,11 @@ def test_installed_server_serves_the_default_agents_to_the_token_only(
         _wait_until_up(server, f"{origin}{BASE_URL}api", log)
 
         answer = httpx.get(agents_url, headers={"Authorization": f"token {TOKEN}"}, timeout=10)
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 200, (
+            answer.status_code,
+            answer.text[:300],
+            _tail(log.read_text()),
+        )
         agents = answer.json()["agents"]
         assert sorted(a["name"] for a in agents) == ["Researcher", "Writer"], agents
         if not _listening(OLLAMA_PORT):  # a local Ollama would (rightly) be preferred
