@@ -40,7 +40,7 @@ from .rounds import (
     UserWrote,
 )
 from .store import Conversation, Message, Store, month_start
-from .talk import ROUND_END_WORDS, mentions_in, outside_refused_note, turn_note
+from .talk import ROUND_END_WORDS, end_words, mentions_in, outside_refused_note, turn_note
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +350,10 @@ class RoundService:
         chat.round = None
         self.hub.publish(chat.id, {"type": "round", "round": None})
         if chat.visible:
-            self._event(chat.id, "round.ended", {"turns": end.turns, "reason": end.reason})
+            words = end_words(end.speakers, end.turns, end.reason)
+            self._event(
+                chat.id, "round.ended", {"turns": end.turns, "reason": end.reason, "words": words}
+            )
 
     # --- small pieces ---
 

@@ -197,3 +197,19 @@ async def test_the_kernel_key_opens_conch_api_and_nothing_else(
             f"{jp_base_url}{path}", headers=headers, raise_error=False
         )
         assert response.code == 403, path
+
+
+async def test_a_hand_edited_agents_file_is_named_and_never_overwritten(
+    api: Api, conch_dir: Path
+) -> None:
+    path = conch_dir / "agents" / "agents.json"
+    await api("GET", "agents")
+    path.write_text('{"version": 1, "agents": [')
+    before = path.read_bytes()
+    status, body = await api("GET", "agents")
+    assert status == 503
+    assert body["error"]["code"] == "storage"
+    assert "agents.json" in body["error"]["message"]
+    status, body = await api("POST", "agents", {"name": "Fresh"})
+    assert status == 503
+    assert path.read_bytes() == before

@@ -106,6 +106,7 @@ async def test_two_agents_take_turns(api: Api, models: ScriptedModels) -> None:
     assert [e["type"] for e in chat["events"]] == ["round.started", "round.ended"]
     assert chat["events"][0]["named"] == ["researcher", "writer"]
     assert ended(chat) == [(2, "done")]
+    assert chat["events"][-1]["words"] == "Researcher and Writer took turns · 2 replies"
     roles = [(m["role"], m.get("agent"), m["text"]) for m in chat["messages"]]
     assert roles == [
         ("user", None, "@Researcher find options, @Writer draft it"),
@@ -167,6 +168,7 @@ async def test_two_agent_ping_pong_ends_as_a_loop_at_the_fifth_swap(
     chat = await settled(api, chat_id)
     assert agent_replies(chat) == ["researcher", "writer", "researcher", "writer", "researcher"]
     assert ended(chat) == [(5, "loop")]
+    assert chat["events"][-1]["words"].startswith("Researcher and Writer took turns · 5 replies · ")
     assert "back and forth" in chat["messages"][-1]["text"]
     assert len(models.requests) == 5
 
