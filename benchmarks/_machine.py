@@ -35,6 +35,14 @@ def machine_line() -> str:
     )
 
 
+def load_line() -> str:
+    """The load averages now: on a shared machine, what the numbers were measured against."""
+    if not hasattr(os, "getloadavg"):
+        return "load: unknown"
+    one, five, fifteen = os.getloadavg()
+    return f"load average: {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 @dataclass(frozen=True)
 class Summary:
     """Median, p90 and p99 of a set of samples, in nanoseconds."""

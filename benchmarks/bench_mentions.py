@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from _machine import machine_line, summarize  # benchmarks/ is on sys.path as the script's folder
+# benchmarks/ is on sys.path: it is the running script's folder.
+from _machine import load_line, machine_line, summarize
 
 from conch_jupyter import talk
 from conch_jupyter.talk import mentions_in
@@ -210,7 +211,7 @@ def main() -> None:
 
     print("mentions_in: 16,000-character message, 50 agents")
     print(f"machine: {machine_line()}")
-    print(f"date: {time.strftime('%Y-%m-%d')}")
+    print(f"date: {time.strftime('%Y-%m-%d')}   {load_line()}")
     print()
     print("what each finds in the realistic message:")
     for label, impl in refs.items():

@@ -5,7 +5,8 @@ to the moment request N+1 has arrived at it, both stamped by the model server's 
 between, all of it Conch's: reading the end of the stream, storing the reply and the next
 turn's note (SQLite, WAL, synchronous=FULL), the engine's decision, publishing to the one
 follower of the chat's event stream, building the next request (history, system prompt, the
-agent's sealed key) and opening a new connection to the model.
+agent's sealed key) and a new connection to the model (the scripted server closes each one
+after its reply, as `connection: close` says; a hosted API would keep it alive).
 
 Set-up: a real Jupyter server in a subprocess with Conch enabled and its data in a temporary
 folder; three agents on a scripted OpenAI-compatible server (tests/scripted_models.py) that hand
@@ -18,7 +19,7 @@ Side by side: the pure engine (rounds.Round) driven through the same rounds with
 `handle(ReplyEnded(...))` to the next Speak decision, so the ratio shows what storage, HTTP and
 fan-out cost. Prints; never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_turn_overhead.py [--rounds 60] [--warmup 3]
+    .venv/bin/python benchmarks/bench_turn_overhead.py [--rounds 60] [--warmup 3] [--followers 1]
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _machine import machine_line, summarize  # benchmarks/ is on sys.path as the script's folder
+
+# benchmarks/ is on sys.path: it is the running script's folder.
+from _machine import load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
 
@@ -346,9 +349,9 @@ def engine_gaps(rounds: int, warmup: int) -> list[int]:
         rnd = Round(named=["Ann"], roster=roster)
         decision = rnd.start()
         while isinstance(decision, Speak):
-            event = decision.agent
+            speaker = decision.agent
             start = clock()
-            decision = rnd.handle(ReplyEnded(event, REPLIES[event]))
+            decision = rnd.handle(ReplyEnded(speaker, REPLIES[speaker]))
             took = clock() - start
             if isinstance(decision, Speak) and number >= warmup:
                 gaps.append(took)
@@ -370,9 +373,11 @@ def main() -> None:
     args = parser.parse_args()
 
     token = secrets.token_hex(16)
+    load_at_start = load_line()
+    models = TimedModels()
     with (
         tempfile.TemporaryDirectory(prefix="conch-bench-") as tmp,
-        TimedModels() as models,
+        models,
         jupyter_server(Path(tmp), token) as (url, _),
     ):
         models.responder = respond
@@ -383,7 +388,7 @@ def main() -> None:
     connect = summarize(run.connects)
     print("Per-turn overhead, instant model: reply N's last byte → request N+1 at the model")
     print(f"machine: {machine_line()}")
-    print(f"date: {time.strftime('%Y-%m-%d')}")
+    print(f"date: {time.strftime('%Y-%m-%d')}   {load_at_start}")
     print()
     print(
         f"Jupyter server + SQLite (synchronous=FULL) + {run.followers} event-stream follower(s): "
@@ -391,7 +396,7 @@ def main() -> None:
         f"{server.count} turns measured"
     )
     print(f"  gap                         {server.ms()}")
-    print(f"  of which connect → request  {connect.ms()}")
+    print(f"  of it, accepted → request   {connect.ms()}")
     if run.follower_items:
         items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
         print(f"  a follower received: {items}")
