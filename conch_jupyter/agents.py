@@ -215,6 +215,18 @@ class Agent:
         }
 
 
+_Stamp = tuple[int, int, int] | None
+
+
+def _stamp(path: Path) -> _Stamp:
+    """What changes whenever a file is replaced or edited: time, size and inode."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def _agent(stored: StoredAgent, has_key: bool) -> Agent:
     price = stored.price
     return Agent(
@@ -255,19 +267,29 @@ def _price_input(price: object) -> object:
 
 
 class AgentStore:
-    """The agents file and the sealed keys, read afresh on every call (it is small)."""
+    """The agents file and the sealed keys.
+
+    Reads are answered from memory while neither file has changed on disk (a hand edit is seen
+    at once): a round asks for the agents several times a turn, and each fresh read would parse
+    the file and open the sealed keys again.
+    """
 
     def __init__(self, path: Path | str, secrets: SealedFile, clock: Callable[[], float]) -> None:
         self.path = Path(path)
         self._secrets = secrets
         self._clock = clock
+        self._cache: tuple[tuple[_Stamp, _Stamp], builtins.list[Agent]] | None = None
 
     def __repr__(self) -> str:
         return f"AgentStore({str(self.path)!r})"
 
     def list(self) -> builtins.list[Agent]:
-        keys = set(self._secrets.names())
-        return [_agent(stored, stored.id in keys) for stored in self._read().agents]
+        stamp = (_stamp(self.path), _stamp(self._secrets.path))
+        if self._cache is None or self._cache[0] != stamp:
+            keys = set(self._secrets.names())
+            agents = [_agent(stored, stored.id in keys) for stored in self._read().agents]
+            self._cache = (stamp, agents)
+        return builtins.list(self._cache[1])
 
     def get(self, agent_id: str) -> Agent:
         for agent in self.list():
@@ -357,6 +379,7 @@ class AgentStore:
         # After the agent is gone: a key left by a failure here is orphaned, never misused,
         # because create() clears any key kept under the id it hands out.
         self._secrets.delete(agent_id)
+        self._cache = None
 
     def ensure_defaults(self, provider: ProviderConfig) -> builtins.list[Agent]:
         """On the very first start (no agents file yet) add Researcher and Writer."""
@@ -426,6 +449,7 @@ class AgentStore:
                 self._secrets.set(agent_id, key.strip())
             else:
                 self._secrets.delete(agent_id)
+            self._cache = None
         except StoreError:
             if rollback is not None:
                 rollback.agents = [a for a in rollback.agents if a.id != agent_id]
@@ -436,5 +460,6 @@ class AgentStore:
         return read_json(self.path, AgentsFile) or AgentsFile(version=1)
 
     def _write(self, file: AgentsFile) -> None:
+        self._cache = None
         ensure_private_dir(self.path.parent)
         atomic_write_json(self.path, file.model_dump(mode="json"))

@@ -52,7 +52,8 @@ _TICKS = re.compile(r"``*")  # not "`+": this spelling lets re search for the li
 # Any scheme, not only http(s)/ftp: "@Name" in a path or query is never meant for us. The span
 # starts at "://" (a scheme holds no "@"): a search led by a literal is many times faster.
 _URL = re.compile(r"://\S*")
-_WWW = re.compile(r"www\.\S*", re.IGNORECASE)
+# Searching for the dot first lets `re` skip ahead; the lookbehind checks the "www" before it.
+_WWW = re.compile(r"\.(?<=www\.)\S*", re.IGNORECASE)
 
 
 _Trie = dict[str, "_Trie"]

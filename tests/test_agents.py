@@ -342,3 +342,15 @@ def test_a_name_with_spaces_around_in_the_file_is_trimmed(store: AgentStore, dat
         ' "provider": {"kind": "offline"}, "created": 1}]}'
     )
     assert store.get("writer").name == "Writer"
+
+
+def test_a_hand_edit_is_seen_at_once_despite_the_read_cache(store: AgentStore, data: Path) -> None:
+    store.create("Writer", persona="short", provider={"kind": "offline"})
+    assert store.get("writer").persona == "short"
+    path = data / "agents" / "agents.json"
+    stored = json.loads(path.read_text())
+    stored["agents"][0]["persona"] = "edited by hand"
+    path.write_text(json.dumps(stored))
+    assert store.get("writer").persona == "edited by hand"
+    store.update("writer", persona="x")
+    assert store.get("writer").persona == "x"
