@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from .agents import Agent, AgentError, AgentStore
+from .files import StoreError
 from .history import Said, history_turns, system_prompt
 from .hub import Hub
 from .providers import make_provider, stream_reply
@@ -163,9 +164,13 @@ class RoundService:
                 await self._answer(chat, message)
             except asyncio.CancelledError:
                 raise
+            except StoreError as error:
+                # Storage refused (a full disk): say it where it can be seen, keep serving.
+                log.warning("Conch: chat %s could not be stored: %s", chat.id, error)
+                self._try_note(chat.id, f"Conch could not store this answer: {error}")
             except Exception:
                 log.exception("Conch: answering a message in chat %s failed", chat.id)
-                self._note(
+                self._try_note(
                     chat.id,
                     "Something went wrong inside Conch while answering; see the server log.",
                 )
@@ -389,6 +394,13 @@ class RoundService:
         self.hub.publish(
             message.conversation_id, {"type": "message", "message": self.message_json(message)}
         )
+
+    def _try_note(self, conversation_id: str, text: str) -> None:
+        """A note about a failure, which may itself fail to be stored: then the log has it."""
+        try:
+            self._note(conversation_id, text)
+        except StoreError:
+            log.warning("Conch: chat %s: %s (not stored)", conversation_id, text)
 
     def _note(self, conversation_id: str, text: str, place: dict[str, Any] | None = None) -> None:
         self._publish_message(self.store.add_message(conversation_id, "note", text, round=place))

@@ -50,8 +50,9 @@ class JupyterProcess:
         return f"{self.url}conch/api/{path.lstrip('/')}"
 
     def client(self, **kwargs: Any) -> httpx.Client:
+        kwargs.setdefault("timeout", 10)
         return httpx.Client(
-            headers={"Authorization": f"token {self.token}"}, timeout=10, trust_env=False, **kwargs
+            headers={"Authorization": f"token {self.token}"}, trust_env=False, **kwargs
         )
 
     def start(self, timeout: float = 60.0) -> None:

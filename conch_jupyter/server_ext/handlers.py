@@ -37,6 +37,7 @@ KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
 KEEPALIVE_SECONDS = 15.0
 
 AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
+ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
 
 
 class ApiError(web.HTTPError):
@@ -83,6 +84,14 @@ class ConchHandler(APIHandler):
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Errors we answer in words are not crashes: one line, no traceback (a full disk
+        # would otherwise fill the log with the same trace on every request).
+        if isinstance(value, ANSWERED_IN_WORDS):
+            self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
+        else:
+            super().log_exception(typ, value, tb)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
