@@ -1,4 +1,5 @@
-"""The chat store in SQLite: conversations, messages, events, the spend ledger, outside contexts.
+"""The chat store in SQLite: conversations, messages, events, the spend ledger, outside contexts,
+and the A2A door's tasks.
 
 One file, `conch.sqlite3` (0600), in WAL mode with `synchronous=FULL`: a committed message or a
 spent dollar survives a crash or a power cut. Every write is one transaction, so a failure (a full
@@ -30,10 +31,10 @@ from typing import Any, Literal, TypeVar
 
 from conch_jupyter.files import StoreError, ensure_private_dir
 
-_R = TypeVar("_R", "Conversation", "Message", "Event")
+_R = TypeVar("_R", "Conversation", "Message", "Event", "DoorTask")
 Role = Literal["user", "agent", "outside", "note"]
 Origin = Literal["user", "peer"]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
 _JSON_COLUMNS = frozenset({"tainted", "round", "data"})
 
@@ -98,8 +99,35 @@ def _to_v1(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
+# The door's tasks (a2a/peer.py): what a paired agent asked and how it ended, so GetTask and
+# ListTasks answer after the reply, scoped to the pairing and the agent it was sent to.
+_V2 = """
+CREATE TABLE door_tasks (
+    id TEXT PRIMARY KEY,
+    pairing_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
+    state TEXT NOT NULL,
+    asked TEXT NOT NULL,
+    asked_id TEXT NOT NULL,
+    reply TEXT,
+    words TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX door_tasks_by_pairing ON door_tasks (pairing_id, agent, created)
+"""
+
+
+def _to_v2(db: sqlite3.Connection) -> None:
+    for statement in _V2.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1,)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2)
 
 
 class NotFound(LookupError):
@@ -171,6 +199,24 @@ class Spend:
     output_tokens: int
     created: float
     seq: int = 0
+
+
+@dataclass(frozen=True)
+class DoorTask:
+    """A message a paired agent sent through the door, and how its answer ended."""
+
+    id: str
+    pairing_id: str
+    agent: str
+    context_id: str
+    conversation_id: str | None
+    state: str  # an A2A 1.0 task state name
+    asked: str
+    asked_id: str  # the caller's messageId
+    reply: str | None
+    words: str | None  # why it ended as it did, for the caller (a refusal, a failure)
+    created: float
+    updated: float
 
 
 @dataclass(frozen=True)
@@ -423,6 +469,102 @@ class Store:
                 (conversation_id, outside_id, context_id),
             )
 
+    # -- the door's tasks -----------------------------------------------------------------------
+
+    def create_door_task(
+        self,
+        *,
+        pairing_id: str,
+        agent: str,
+        context_id: str,
+        conversation_id: str | None,
+        asked: str,
+        asked_id: str,
+        state: str = "TASK_STATE_WORKING",
+        words: str | None = None,
+    ) -> DoorTask:
+        now = self._clock()
+        task = DoorTask(
+            str(uuid.uuid4()),
+            pairing_id,
+            agent,
+            context_id,
+            conversation_id,
+            state,
+            asked,
+            asked_id,
+            None,
+            words,
+            now,
+            now,
+        )
+        with self._transaction():
+            self._insert("door_tasks", task)
+        return task
+
+    def finish_door_task(
+        self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
+    ) -> None:
+        with self._transaction():
+            self._db.execute(
+                "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?",
+                (state, reply, words, self._clock(), task_id),
+            )
+
+    def door_task(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
+        """The task, only when it belongs to this pairing and agent: anyone else's is not found."""
+        rows = self._select(
+            "SELECT * FROM door_tasks WHERE id = ? AND pairing_id = ? AND agent = ?",
+            (task_id, pairing_id, agent),
+        )
+        return _from_row(DoorTask, rows[0]) if rows else None
+
+    def door_tasks(
+        self,
+        pairing_id: str,
+        agent: str,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        updated_after: float | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[DoorTask], int]:
+        """One page of a pairing's tasks with one agent, newest first, and how many there are."""
+        where, args = "pairing_id = ? AND agent = ?", list[Any]([pairing_id, agent])
+        for column, value in (("context_id", context_id), ("state", state)):
+            if value is not None:
+                where, args = f"{where} AND {column} = ?", [*args, value]
+        if updated_after is not None:
+            where, args = f"{where} AND updated >= ?", [*args, updated_after]
+        # The clauses are this module's own text; only the values come from the caller.
+        count = f"SELECT count(*) AS n FROM door_tasks WHERE {where}"  # noqa: S608
+        total = self._select(count, tuple(args))
+        rows = self._select(
+            f"SELECT * FROM door_tasks WHERE {where}"  # noqa: S608
+            " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*args, max(limit, 0), max(offset, 0)),
+        )
+        return [_from_row(DoorTask, row) for row in rows], int(total[0]["n"])
+
+    def fail_unfinished_door_tasks(self, words: str) -> int:
+        """End tasks a stopped server left working: their answers are not coming."""
+        with self._transaction():
+            cursor = self._db.execute(
+                "UPDATE door_tasks SET state = 'TASK_STATE_FAILED', words = ?, updated = ?"
+                " WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')",
+                (words, self._clock()),
+            )
+        return cursor.rowcount
+
+    def forget_pairing(self, pairing_id: str) -> None:
+        """Delete a revoked pairing's tasks and chats; what it spent stays counted."""
+        with self._transaction():
+            self._db.execute("DELETE FROM door_tasks WHERE pairing_id = ?", (pairing_id,))
+            self._db.execute(
+                "DELETE FROM conversations WHERE origin = 'peer' AND pairing_id = ?", (pairing_id,)
+            )
+
     # -- inside --------------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -464,7 +606,7 @@ class Store:
         with self._guard("read"):
             return [dict(row) for row in self._db.execute(sql, args).fetchall()]
 
-    def _insert(self, table: str, item: Conversation | Message | Event | Spend) -> int:
+    def _insert(self, table: str, item: Conversation | Message | Event | Spend | DoorTask) -> int:
         """Insert a row from its dataclass (field = column; seq is SQLite's); return its seq."""
         row = {
             name: _dumps(value) if name in _JSON_COLUMNS else value

@@ -54,7 +54,7 @@ def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path)
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     finally:
         other.close()
     db = store._db  # the store's own connection settings
@@ -335,3 +335,97 @@ def test_spend_sums(path: Path) -> None:
 )
 def test_month_start_is_utc(moment: float, start: float) -> None:
     assert month_start(moment) == start
+
+
+# -- schema v2: the door's tasks ------------------------------------------------------------------
+
+
+def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
+    from conch_jupyter.store import _V1
+
+    path.parent.mkdir(mode=0o700, parents=True)
+    db = sqlite3.connect(path)
+    db.executescript(_V1)
+    db.execute(
+        "INSERT INTO conversations (id, title, created, origin)"
+        " VALUES ('c_old', 'Old', 1.0, 'user')"
+    )
+    db.execute(
+        "INSERT INTO messages (id, conversation_id, role, text, created)"
+        " VALUES ('m_old', 'c_old', 'user', 'kept', 2.0)"
+    )
+    db.execute("INSERT INTO spend (usd, payer, created) VALUES (0.5, 'p_1', 3.0)")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    with Store(path, Clock()) as store:
+        assert store._db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert [m.text for m in store.messages("c_old")] == ["kept"]
+        assert store.spent_since(0, payer="p_1") == 0.5
+        task = store.create_door_task(
+            pairing_id="p_1", agent="writer", context_id="x", conversation_id="c_old",
+            asked="hi", asked_id="m1",
+        )  # fmt: skip
+        assert store.door_task(task.id, "p_1", "writer") == task
+    with Store(path, Clock()) as again:  # opening a v2 file changes nothing
+        assert again.door_task(task.id, "p_1", "writer") == task
+
+
+def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
+    chat = store.create_conversation(origin="peer", pairing_id="p_1", context_key="writer/c")
+    made = [
+        store.create_door_task(
+            pairing_id="p_1",
+            agent="writer",
+            context_id=f"c{n % 2}",
+            conversation_id=chat.id,
+            asked=f"ask {n}",
+            asked_id=f"m{n}",
+        )
+        for n in range(5)
+    ]
+    other = store.create_door_task(
+        pairing_id="p_2", agent="writer", context_id="c0", conversation_id=None,
+        asked="theirs", asked_id="m9", state="TASK_STATE_REJECTED", words="No.",
+    )  # fmt: skip
+    first = made[0]
+    assert first.state == "TASK_STATE_WORKING"
+    assert first.reply is None
+    assert store.door_task(first.id, "p_2", "writer") is None  # another key's: not found
+    assert store.door_task(first.id, "p_1", "researcher") is None  # another agent's too
+    assert store.door_task(other.id, "p_1", "writer") is None
+
+    store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
+    done = store.door_task(first.id, "p_1", "writer")
+    assert done is not None
+    assert (done.state, done.reply) == ("TASK_STATE_COMPLETED", "Done.")
+    assert done.updated > first.updated
+
+    page, total = store.door_tasks("p_1", "writer", limit=2)
+    assert total == 5
+    assert [t.id for t in page] == [made[4].id, made[3].id]
+    page, total = store.door_tasks("p_1", "writer", limit=2, offset=4)
+    assert total == 5
+    assert [t.id for t in page] == [first.id]
+    assert store.door_tasks("p_1", "writer", context_id="c1")[1] == 2
+    assert store.door_tasks("p_1", "writer", state="TASK_STATE_COMPLETED")[1] == 1
+    assert store.door_tasks("p_1", "writer", updated_after=done.updated)[1] == 1
+    assert store.door_tasks("p_1", "researcher")[1] == 0
+
+    assert store.fail_unfinished_door_tasks("The server stopped.") == 4
+    left = store.door_task(made[1].id, "p_1", "writer")
+    assert left is not None
+    assert (left.state, left.words) == (
+        "TASK_STATE_FAILED",
+        "The server stopped.",
+    )
+    again = store.door_task(other.id, "p_2", "writer")
+    assert again is not None
+    assert again.state == "TASK_STATE_REJECTED"
+
+    store.add_spend(0.25, conversation_id=chat.id, payer="p_1")
+    store.forget_pairing("p_1")
+    assert store.door_tasks("p_1", "writer")[1] == 0
+    assert store.get_conversation(chat.id) is None
+    assert store.door_task(other.id, "p_2", "writer") is not None
+    assert store.spent_since(0, payer="p_1") == 0.25  # a revoked key's spend stays counted

@@ -1,0 +1,288 @@
+"""The A2A door's rules, pure: who gets in, and how much a key may ask.
+
+No tornado, asyncio or httpx here, and the clock is passed in, so every rule is tested without a
+server (tests/test_door_rules.py). The handlers (server_ext/door_handlers.py) put each request
+through these rules in this order; a2a/peer.py runs what they let through.
+
+1. A browser never gets in: a request with `Origin` or `Sec-Fetch-Site` is refused. A header key
+   is not ambient, but no web page should be able to drive your agents, even with a stolen key.
+2. An address that has failed too often waits (FailureThrottle), as with sign-ins: first slower
+   answers, then 429 with Retry-After, without the key being looked at.
+3. The key (`Authorization: Bearer conch_a2a_…`) is compared by its SHA-256, in constant time,
+   with every pairing's hash. The Jupyter token and the kernel key are not door keys.
+4. From another computer: HTTPS, the door's remote switch and a key marked remote, all three.
+5. The agent in the path must be one the key was given; any other looks like nothing is there.
+6. The body is read as JSON-RPC (door_calls.py), then a message must fit the key's bounds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import math
+import re
+import secrets
+import unicodedata
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ..talk import clean_text
+
+KEY_PREFIX = "conch_a2a_"
+# Anything else is not one of our keys: never hashed, never compared, never echoed.
+_KEY_SHAPE = re.compile(r"conch_a2a_[A-Za-z0-9_\-]{20,100}")
+BROWSER_HEADERS = ("Origin", "Sec-Fetch-Site")
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    """What is stored instead of a key: its SHA-256, in hex (a key has 256 random bits)."""
+    return hashlib.sha256(key.encode("ascii")).hexdigest()
+
+
+def bearer_key(authorization: str | None) -> str | None:
+    """The key in an `Authorization: Bearer <key>` header; None when there is none."""
+    scheme, _, value = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def match_key(key: str, hashes: Iterable[tuple[str, str]]) -> str | None:
+    """The id of the pairing whose key hash matches `key`, or None.
+
+    Every stored hash is compared, with no early exit, and with hmac.compare_digest, so the time
+    taken says nothing about which hash (or how much of one) matched.
+    """
+    if not _KEY_SHAPE.fullmatch(key):
+        return None
+    presented = hash_key(key)
+    found = None
+    for pairing_id, stored in hashes:
+        if hmac.compare_digest(presented, stored) and found is None:
+            found = pairing_id
+    return found
+
+
+# --- who may knock ----------------------------------------------------------------------------
+
+
+def browser_refusal(headers: Mapping[str, str]) -> str | None:
+    """Words refusing a request a web browser sent, or None."""
+    if any(name in headers for name in BROWSER_HEADERS):
+        return "The door does not take requests from web browsers."
+    return None
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a request came from this computer (IPv4-mapped IPv6 included)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False  # an address we cannot read is not ours
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def remote_refusal(
+    *, address: str, protocol: str, door_remote: bool, key_remote: bool
+) -> str | None:
+    """Words refusing a request from another computer that does not meet all three rules."""
+    if is_loopback(address):
+        return None
+    if protocol != "https":
+        return "From another computer, the door only takes requests over HTTPS."
+    if not door_remote:
+        return (
+            "The door is closed to other computers: its owner has not turned on "
+            "c.ConchApp.door_remote."
+        )
+    if not key_remote:
+        return "This key was not made for use from another computer."
+    return None
+
+
+@dataclass(frozen=True)
+class ThrottleRules:
+    free: int = 5  # failures in the window answered at the normal speed
+    lockout: int = 20  # failures in the window after which the address waits (429)
+    window: float = 600.0  # seconds a failure counts for
+    max_delay: float = 1.0  # the slowest a refusal is answered, in seconds
+
+
+class FailureThrottle:
+    """Wrong keys per source address, as for sign-ins: slower answers, then a wait.
+
+    Only a key that was presented and is wrong counts: a request with no key guesses nothing.
+    A right key does not clear the count, so one leaked key cannot be used to reset it while
+    guessing others. At most `max_addresses` are remembered; the longest quiet is forgotten first.
+    """
+
+    def __init__(self, rules: ThrottleRules = ThrottleRules(), max_addresses: int = 4096) -> None:
+        self.rules = rules
+        self.max_addresses = max_addresses
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def wait(self, address: str, now: float) -> int | None:
+        """Whole seconds the address must wait before it may knock again; None if it may now."""
+        times = self._recent(address, now)
+        if times is None or len(times) < self.rules.lockout:
+            return None
+        # Locked until the oldest of the last `lockout` failures leaves the window.
+        return max(1, math.ceil(times[0] + self.rules.window - now))
+
+    def failed(self, address: str, now: float) -> float:
+        """Count a failure; the seconds to hold back the answer to it."""
+        times = self._recent(address, now)
+        if times is None:
+            times = self._failures[address] = deque(maxlen=self.rules.lockout)
+            while len(self._failures) > self.max_addresses:
+                self._failures.popitem(last=False)
+        times.append(now)
+        self._failures.move_to_end(address)
+        over = len(times) - self.rules.free
+        return 0.0 if over <= 0 else min(self.rules.max_delay, 0.1 * 2 ** (over - 1))
+
+    def _recent(self, address: str, now: float) -> deque[float] | None:
+        times = self._failures.get(address)
+        if times is None:
+            return None
+        while times and times[0] <= now - self.rules.window:
+            times.popleft()
+        return times
+
+
+# --- how much a key may ask -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DoorBounds:
+    """Per key. Constants like ROUND_LIMITS, not settings; tests pass smaller ones."""
+
+    message_chars: int = 16_000
+    burst: int = 5  # messages at once …
+    per_minute: float = 20.0  # … then this many a minute
+    day_usd: float = 1.0  # metered answers per UTC day
+    answer_seconds: float = 120.0
+
+
+DOOR_BOUNDS = DoorBounds()
+
+
+class TokenBucket:
+    """`capacity` at once, refilled at `per_second`: five messages at once, then 20 a minute."""
+
+    def __init__(self, capacity: int, per_second: float, now: float) -> None:
+        self.capacity = capacity
+        self.per_second = per_second
+        self._tokens = float(capacity)
+        self._at = now
+
+    def take(self, now: float) -> int | None:
+        """Take one token: None when taken, else the whole seconds until one is there."""
+        # A clock that steps back must not mint tokens or go negative.
+        self._tokens = min(self.capacity, self._tokens + max(0.0, now - self._at) * self.per_second)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return None
+        # The epsilon keeps float dust (1.0000000002 s) from adding a whole second.
+        return max(1, math.ceil((1.0 - self._tokens) / self.per_second - 1e-9))
+
+
+def day_start(ts: float) -> float:
+    """The start (UTC) of the day holding `ts`: where a key's daily spend restarts."""
+    day = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return day.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def size_refusal(text: str, bounds: DoorBounds) -> str | None:
+    if len(text) > bounds.message_chars:
+        return (
+            f"A message can be at most {bounds.message_chars:,} characters long "
+            f"(this one has {len(text):,})."
+        )
+    return None
+
+
+def is_command(text: str) -> bool:
+    """Whether a message is a command ("/…"), however it is dressed: leading spaces, invisible
+    characters, a fullwidth "／"."""
+    visible = clean_text(text, max(1, len(text)))
+    return unicodedata.normalize("NFKC", visible).lstrip().startswith("/")
+
+
+# --- the gate: rules 1 to 4 in order ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Denied:
+    """A request the gate turns away: an HTTP status and words, never a JSON-RPC error."""
+
+    status: int
+    code: str
+    words: str
+    retry_after: int | None = None  # 429: whole seconds
+    delay: float = 0.0  # hold the answer back this long (a wrong key, once the address has failed)
+    bad_key: bool = False  # 401 for a key that was presented (RFC 6750: error="invalid_token")
+
+
+class DoorGate:
+    """Who gets in: browser, throttle, key, from where. `remote` is c.ConchApp.door_remote."""
+
+    def __init__(
+        self,
+        *,
+        remote: bool,
+        clock: Callable[[], float],
+        throttle: FailureThrottle | None = None,
+    ) -> None:
+        self.remote = remote
+        self.clock = clock
+        self.throttle = throttle or FailureThrottle()
+
+    def admit(
+        self,
+        *,
+        headers: Mapping[str, str],
+        address: str,
+        protocol: str,
+        keys: Iterable[tuple[str, str, bool]],
+    ) -> str | Denied:
+        """The id of the pairing whose key the request carries, or why it is turned away.
+
+        `keys` are (pairing id, key hash, marked remote) for every pairing.
+        """
+        browser = browser_refusal(headers)
+        if browser:
+            return Denied(403, "browser", browser)
+        now = self.clock()
+        wait = self.throttle.wait(address, now)
+        if wait is not None:
+            words = f"Too many wrong keys came from this address: try again in {wait} s."
+            return Denied(429, "too_many_failures", words, retry_after=wait)
+        key = bearer_key(headers.get("Authorization"))
+        if key is None:
+            return Denied(401, "no_key", "The door needs a key: Authorization: Bearer <key>.")
+        pairs = list(keys)
+        pairing_id = match_key(key, ((pid, digest) for pid, digest, _ in pairs))
+        if pairing_id is None:
+            delay = self.throttle.failed(address, now)
+            return Denied(401, "bad_key", "That key opens nothing here.", delay=delay, bad_key=True)
+        key_remote = next(remote for pid, _, remote in pairs if pid == pairing_id)
+        refusal = remote_refusal(
+            address=address, protocol=protocol, door_remote=self.remote, key_remote=key_remote
+        )
+        if refusal:
+            return Denied(403, "not_from_there", refusal)
+        return pairing_id

@@ -1,0 +1,192 @@
+"""Pairings: who may come in through the A2A door, kept in `<data_dir>/pairings.json`.
+
+A pairing is a key that opens only the agents it was given (scopes `agent:<id>`, a kind of scope
+that grants nothing else). The key is shown once, in the answer that made it, as one text the
+other side pastes; only its SHA-256 is kept, so the file (or a backup of it) lets nobody in.
+Removing a pairing revokes it at once: the door reads the file again whenever it changes.
+
+Not thread-safe: one thread (the Jupyter server's event loop) reads and writes the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+
+from ..files import atomic_write_json, read_json
+from .door import hash_key, new_key
+
+SCOPE_PREFIX = "agent:"
+LABEL_MAX = 80
+AGENTS_MAX = 20
+
+
+class PairingError(Exception):
+    """A pairing that cannot be made or found; `message` is a sentence for a person."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _scope(value: str) -> str:
+    if not value.startswith(SCOPE_PREFIX) or len(value) <= len(SCOPE_PREFIX):
+        raise ValueError(f"“{value}” is not an agent:<id> scope")
+    return value
+
+
+class StoredPairing(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    id: str = pydantic.Field(pattern=r"^p_[0-9a-f]{16}$")
+    label: str = pydantic.Field(max_length=LABEL_MAX)
+    scopes: list[Annotated[str, pydantic.AfterValidator(_scope)]] = pydantic.Field(min_length=1)
+    remote: bool = False
+    key_sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+    address: str
+    created: float
+
+
+class PairingsFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    version: Literal[1]
+    pairings: list[StoredPairing] = []
+
+
+@dataclass(frozen=True)
+class Pairing:
+    id: str
+    label: str
+    agents: tuple[str, ...]  # agent ids, in the order given: the first one's card is the door's
+    remote: bool
+    address: str
+    created: float
+
+    def to_public(self) -> dict[str, Any]:
+        """What GET /pairings shows: never the key, never its hash."""
+        return {
+            "id": self.id,
+            "label": self.label,
+            "agents": list(self.agents),
+            "scopes": [SCOPE_PREFIX + a for a in self.agents],
+            "remote": self.remote,
+            "address": self.address,
+            "created": self.created,
+        }
+
+
+@dataclass(frozen=True)
+class NewPairing:
+    """A pairing just made: the only time its key exists outside the caller's hands."""
+
+    pairing: Pairing
+    key: str
+    paste: str
+
+
+def paste_text(agent_name: str, address: str, key: str) -> str:
+    """The one text the other side pastes (the outside-agent reader relies on these lines)."""
+    return f"Conch pairing for {agent_name}\nAddress: {address}\nKey: {key}"
+
+
+def _pairing(stored: StoredPairing) -> Pairing:
+    agents = tuple(s.removeprefix(SCOPE_PREFIX) for s in stored.scopes)
+    return Pairing(stored.id, stored.label, agents, stored.remote, stored.address, stored.created)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class PairingStore:
+    """The pairings file. Reads come from memory while the file is unchanged on disk, so the
+    door does not parse it for every request, yet a removal (or a hand edit) is seen at once."""
+
+    def __init__(self, path: Path | str, clock: Callable[[], float]) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._cache: tuple[tuple[int, int, int] | None, PairingsFile] | None = None
+
+    def __repr__(self) -> str:
+        return f"PairingStore({str(self.path)!r})"
+
+    def list(self) -> list[Pairing]:
+        return [_pairing(p) for p in self._read().pairings]
+
+    def get(self, pairing_id: str) -> Pairing:
+        for stored in self._read().pairings:
+            if stored.id == pairing_id:
+                return _pairing(stored)
+        raise PairingError("not_found", "There is no such pairing.")
+
+    def door_keys(self) -> builtins.list[tuple[str, str, bool]]:
+        """(pairing id, key hash, marked remote) for every pairing: what the door checks."""
+        return [(p.id, p.key_sha256, p.remote) for p in self._read().pairings]
+
+    def create(
+        self,
+        agents: Sequence[tuple[str, str]],
+        *,
+        address: str,
+        remote: bool = False,
+        label: str = "",
+    ) -> NewPairing:
+        """A pairing for `agents` ((id, name) pairs, first = the card's); `address` is the first
+        one's JSON-RPC endpoint as the person who made it reaches it."""
+        if not agents:
+            raise PairingError("invalid", "Give the pairing at least one agent.")
+        if len(agents) > AGENTS_MAX:
+            raise PairingError("invalid", f"A pairing can open at most {AGENTS_MAX} agents.")
+        ids = [agent_id for agent_id, _ in agents]
+        if len(set(ids)) != len(ids):
+            raise PairingError("invalid", "An agent is named twice in the pairing.")
+        pairing_id = f"p_{uuid.uuid4().hex[:16]}"
+        label = " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", label).split())[:LABEL_MAX]
+        key = new_key()
+        stored = StoredPairing(
+            id=pairing_id,
+            label=label or f"Pairing for {agents[0][1]}",
+            scopes=[SCOPE_PREFIX + agent_id for agent_id in ids],
+            remote=remote,
+            key_sha256=hash_key(key),
+            address=address,
+            created=self._clock(),
+        )
+        file = self._read()
+        file.pairings.append(stored)
+        self._write(file)
+        return NewPairing(_pairing(stored), key, paste_text(agents[0][1], address, key))
+
+    def delete(self, pairing_id: str) -> None:
+        """Revoke a pairing: its key opens nothing from the next request on."""
+        file = self._read()
+        kept = [p for p in file.pairings if p.id != pairing_id]
+        if len(kept) == len(file.pairings):
+            raise PairingError("not_found", "There is no such pairing.")
+        file.pairings = kept
+        self._write(file)
+
+    def _read(self) -> PairingsFile:
+        stamp = _stamp(self.path)
+        if self._cache is None or self._cache[0] != stamp:
+            file = read_json(self.path, PairingsFile) or PairingsFile(version=1)
+            self._cache = (stamp, file)
+        # A copy: a caller that changes it must go through _write.
+        return self._cache[1].model_copy(deep=True)
+
+    def _write(self, file: PairingsFile) -> None:
+        atomic_write_json(self.path, file)
+        self._cache = None

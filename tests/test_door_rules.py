@@ -1,0 +1,543 @@
+"""The door's rules without a server: keys, the gate, the throttle, bounds, JSON-RPC, the card."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from a2a.compat.v0_3 import types as types_v03
+from a2a.types import AgentCard
+from google.protobuf import json_format
+
+from conch_jupyter.a2a.door import (
+    DoorBounds,
+    DoorGate,
+    FailureThrottle,
+    ThrottleRules,
+    TokenBucket,
+    bearer_key,
+    browser_refusal,
+    day_start,
+    hash_key,
+    is_command,
+    is_loopback,
+    match_key,
+    new_key,
+    remote_refusal,
+    size_refusal,
+)
+from conch_jupyter.a2a.door_calls import (
+    Refusal,
+    list_json,
+    list_query,
+    message_words,
+    read_call,
+    task_json,
+    version_of,
+)
+from conch_jupyter.a2a.door_card import agent_card, agent_card_v03
+from conch_jupyter.a2a.models import ListParams, SendParams
+from conch_jupyter.a2a.peer_turn import peer_prompt
+from conch_jupyter.store import DoorTask
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+def test_keys_are_random_and_stored_as_their_sha256() -> None:
+    key = new_key()
+    assert key.startswith("conch_a2a_")
+    assert len(key) == len("conch_a2a_") + 43
+    assert new_key() != key
+    assert hash_key(key) == hashlib.sha256(key.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("header", "key"),
+    [
+        (None, None),
+        ("", None),
+        ("Bearer", None),
+        ("Bearer   ", None),
+        ("Basic dXNlcjpwdw==", None),
+        ("token abc", None),  # Jupyter's own scheme is not the door's
+        ("Bearer abc", "abc"),
+        ("bearer  abc ", "abc"),
+        ("BEARER abc", "abc"),
+    ],
+)
+def test_bearer_key(header: str | None, key: str | None) -> None:
+    assert bearer_key(header) == key
+
+
+def test_match_key_compares_every_hash_and_refuses_what_is_not_a_key() -> None:
+    keys = [new_key() for _ in range(3)]
+    hashes = [(f"p{n}", hash_key(k)) for n, k in enumerate(keys)]
+    seen: list[str] = []
+
+    def counted() -> Any:
+        for item in hashes:
+            seen.append(item[0])
+            yield item
+
+    assert match_key(keys[0], counted()) == "p0"
+    assert seen == ["p0", "p1", "p2"]  # no early exit on a match
+    assert match_key(keys[2], hashes) == "p2"
+    for wrong in (
+        new_key(),
+        keys[0][:-1],
+        keys[0] + "x",
+        keys[0].upper(),
+        keys[0][:-1] + "а",  # a Cyrillic lookalike
+        keys[0][:15] + "\u200b" + keys[0][15:],
+        " " + keys[0],
+        "a" * 64,  # a Jupyter-token-like string
+        "",
+    ):
+        assert match_key(wrong, hashes) is None, wrong
+
+
+# --- who may knock ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "refused"),
+    [
+        ({}, False),
+        ({"Authorization": "Bearer x", "User-Agent": "Mozilla/5.0"}, False),
+        ({"Origin": "null"}, True),
+        ({"Origin": "http://127.0.0.1:8888"}, True),
+        ({"Sec-Fetch-Site": "same-origin"}, True),
+        ({"Sec-Fetch-Site": "none"}, True),
+    ],
+)
+def test_browser_requests_are_refused(headers: dict[str, str], refused: bool) -> None:
+    assert (browser_refusal(headers) is not None) is refused
+
+
+@pytest.mark.parametrize(
+    ("address", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("10.0.0.2", False),
+        ("192.168.1.5", False),
+        ("203.0.113.9", False),
+        ("fe80::1%eth0", False),
+        ("::ffff:203.0.113.9", False),
+        ("", False),
+        ("localhost", False),  # a name is not an address we can trust
+    ],
+)
+def test_is_loopback(address: str, loopback: bool) -> None:
+    assert is_loopback(address) is loopback
+
+
+@pytest.mark.parametrize(
+    ("address", "protocol", "door_remote", "key_remote", "words"),
+    [
+        ("127.0.0.1", "http", False, False, None),
+        ("::1", "http", False, False, None),
+        ("203.0.113.9", "http", True, True, "HTTPS"),
+        ("203.0.113.9", "https", False, True, "door_remote"),
+        ("203.0.113.9", "https", True, False, "not made for use from another computer"),
+        ("203.0.113.9", "https", True, True, None),
+    ],
+)
+def test_remote_rules(
+    address: str, protocol: str, door_remote: bool, key_remote: bool, words: str | None
+) -> None:
+    refusal = remote_refusal(
+        address=address, protocol=protocol, door_remote=door_remote, key_remote=key_remote
+    )
+    assert (refusal is None) if words is None else (refusal is not None and words in refusal)
+
+
+class Clock:
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_throttle_slows_then_locks_out_then_forgives() -> None:
+    throttle = FailureThrottle(ThrottleRules(free=3, lockout=8, window=100, max_delay=1.0))
+    delays = [throttle.failed("a", 10.0 + n) for n in range(7)]
+    assert delays == [0.0, 0.0, 0.0, 0.1, 0.2, 0.4, 0.8]
+    assert throttle.wait("a", 17.0) is None
+    assert throttle.failed("a", 17.0) == 1.0  # bounded
+    assert throttle.wait("a", 17.0) == 93  # until the first failure (at 10) leaves the window
+    assert throttle.wait("b", 17.0) is None  # per address
+    assert throttle.wait("a", 110.5) is None  # one failure has left the window
+    assert throttle.wait("a", 200.0) is None
+    assert throttle.failed("a", 200.0) == 0.0  # all forgotten
+
+
+def test_the_throttle_remembers_a_bounded_number_of_addresses() -> None:
+    throttle = FailureThrottle(ThrottleRules(free=0, lockout=1, window=100), max_addresses=3)
+    for n in range(5):
+        throttle.failed(f"10.0.0.{n}", 1.0)
+    assert throttle.wait("10.0.0.0", 2.0) is None  # the oldest were forgotten
+    assert throttle.wait("10.0.0.4", 2.0) == 99
+
+
+def gate(**rules: Any) -> tuple[DoorGate, Clock, str, list[tuple[str, str, bool]]]:
+    clock = Clock()
+    key = new_key()
+    keys = [("p_local", hash_key(key), False), ("p_other", hash_key(new_key()), True)]
+    throttle = FailureThrottle(ThrottleRules(**rules)) if rules else None
+    return DoorGate(remote=False, clock=clock, throttle=throttle), clock, key, keys
+
+
+@pytest.mark.parametrize(
+    ("headers", "address", "protocol", "status", "code"),
+    [
+        ({}, "127.0.0.1", "http", 401, "no_key"),
+        ({"Authorization": "Bearer conch_a2a_" + "x" * 43}, "127.0.0.1", "http", 401, "bad_key"),
+        ({"Authorization": "Bearer {key}", "Origin": "x"}, "127.0.0.1", "http", 403, "browser"),
+        ({"Authorization": "Bearer {key}"}, "203.0.113.9", "https", 403, "not_from_there"),
+        ({"Authorization": "Bearer {key}"}, "127.0.0.1", "http", 200, "p_local"),
+    ],
+)
+def test_the_gate(
+    headers: dict[str, str], address: str, protocol: str, status: int, code: str
+) -> None:
+    door, _, key, keys = gate()
+    headers = {k: v.format(key=key) for k, v in headers.items()}
+    verdict = door.admit(headers=headers, address=address, protocol=protocol, keys=keys)
+    if status == 200:
+        assert verdict == code
+    else:
+        assert not isinstance(verdict, str)
+        assert (verdict.status, verdict.code) == (status, code)
+
+
+def test_the_gate_locks_an_address_out_before_looking_at_the_key() -> None:
+    door, clock, key, keys = gate(free=1, lockout=3, window=60, max_delay=0.5)
+    wrong = {"Authorization": "Bearer " + new_key()}
+    verdicts = [
+        door.admit(headers=wrong, address="::1", protocol="http", keys=keys) for _ in range(3)
+    ]
+    assert [getattr(v, "delay", None) for v in verdicts] == [0.0, 0.1, 0.2]
+    assert all(getattr(v, "bad_key", False) for v in verdicts)
+    right = {"Authorization": f"Bearer {key}"}
+    locked = door.admit(headers=right, address="::1", protocol="http", keys=keys)
+    assert not isinstance(locked, str)
+    assert (locked.status, locked.retry_after) == (429, 60)
+    assert door.admit(headers=right, address="127.0.0.1", protocol="http", keys=keys) == "p_local"
+    clock.now += 61
+    assert door.admit(headers=right, address="::1", protocol="http", keys=keys) == "p_local"
+    # No key at all guesses nothing, so it is not counted.
+    for _ in range(10):
+        door.admit(headers={}, address="10.1.1.1", protocol="http", keys=keys)
+    assert door.throttle.wait("10.1.1.1", clock.now) is None
+
+
+# --- how much a key may ask -------------------------------------------------------------------
+
+
+def test_the_bucket_gives_five_at_once_then_twenty_a_minute() -> None:
+    bucket = TokenBucket(5, 20 / 60, now=0.0)
+    assert [bucket.take(0.0) for _ in range(5)] == [None] * 5
+    assert bucket.take(0.0) == 3
+    assert bucket.take(2.0) == 1
+    assert bucket.take(3.0) is None
+    assert bucket.take(3.0) == 3
+    assert bucket.take(-100.0) == 3  # a clock stepping back mints nothing
+    assert [bucket.take(1_000.0) for _ in range(6)] == [None] * 5 + [3]  # never above five
+
+
+def test_day_start_is_utc_midnight() -> None:
+    assert day_start(86_400 * 3 + 5) == 86_400 * 3
+    assert day_start(86_400 * 3 - 1) == 86_400 * 2
+
+
+def test_message_size() -> None:
+    bounds = DoorBounds()
+    assert size_refusal("x" * 16_000, bounds) is None
+    refusal = size_refusal("x" * 16_001, bounds)
+    assert refusal is not None
+    assert "16,000" in refusal
+    assert "16,001" in refusal
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("/reset", True),
+        ("   /reset", True),
+        ("\n/reset", True),
+        ("\u200b/reset", True),
+        ("\u202e/reset", True),
+        ("／reset", True),  # fullwidth solidus
+        ("reset /now", False),
+        ("a/b", False),
+        ("http://x", False),
+        ("", False),
+    ],
+)
+def test_commands(text: str, command: bool) -> None:
+    assert is_command(text) is command
+
+
+# --- JSON-RPC in three steps ------------------------------------------------------------------
+
+
+def body(method: str = "GetTask", params: Any = None, **extra: Any) -> bytes:
+    data = {"jsonrpc": "2.0", "id": "r1", "method": method, "params": params or {"id": "t"}}
+    return json.dumps({**data, **extra}).encode()
+
+
+JSON = "application/json"
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "version", "code", "request_id"),
+    [
+        (body(), "text/plain", "1.0", -32005, None),
+        (body(), None, "1.0", -32005, None),
+        (b"{", JSON, "1.0", -32700, None),
+        (b"\xff\xfe", JSON, "1.0", -32700, None),
+        (b'{"jsonrpc": "2.0", "id": Infinity, "method": "GetTask"}', JSON, "1.0", -32700, None),
+        (b"[" * 50_000, JSON, "1.0", -32700, None),
+        (b'{"id": 1' + b"9" * 5_000 + b"}", JSON, "1.0", -32700, None),
+        (b"[]", JSON, "1.0", -32600, None),
+        (b'[{"jsonrpc": "2.0"}]', JSON, "1.0", -32600, None),
+        (b"42", JSON, "1.0", -32600, None),
+        (body(jsonrpc="1.0"), JSON, "1.0", -32600, "r1"),
+        (body(id=True), JSON, "1.0", -32600, None),
+        (body(id=1.5), JSON, "1.0", -32600, None),
+        (body(extra="x"), JSON, "1.0", -32600, "r1"),
+        (body(params="x"), JSON, "1.0", -32600, "r1"),
+        (body(method=""), JSON, "1.0", -32600, "r1"),
+        (body(method=7), JSON, "1.0", -32600, "r1"),
+        (body(method="x" * 101), JSON, "1.0", -32600, "r1"),
+        (body("Nope"), JSON, "1.0", -32601, "r1"),
+        (body("GetTаsk"), JSON, "1.0", -32601, "r1"),
+        (body("gettask"), JSON, "1.0", -32601, "r1"),
+        (body("SendStreamingMessage"), JSON, "1.0", -32004, "r1"),
+        (body("message/stream"), JSON, "0.3", -32004, "r1"),
+        (body("tasks/resubscribe"), JSON, "0.3", -32004, "r1"),
+        (body("ListTaskPushNotificationConfigs"), JSON, "1.0", -32004, "r1"),
+        (body("tasks/pushNotificationConfig/set"), JSON, "0.3", -32004, "r1"),
+        (body("GetTask"), JSON, None, -32009, "r1"),
+        (body("GetTask"), JSON, "0.3", -32009, "r1"),
+        (body("GetTask"), JSON, "2.0", -32009, "r1"),
+        (body("GetTask"), JSON, "1", -32009, "r1"),
+        (body("GetTask"), JSON, "1.0.1.2", -32009, "r1"),
+        (body("tasks/get"), JSON, "1.0", -32009, "r1"),
+        (body("GetTask", ["t"]), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": 1}), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": ""}), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": "a b"}), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": "t", "historyLength": -1}), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": "t", "historyLength": 1.0}), JSON, "1.0", -32602, "r1"),
+        (body("GetTask", {"id": "t", "historyLength": True}), JSON, "1.0", -32602, "r1"),
+        (body("ListTasks", {"pageSize": 101}), JSON, "1.0", -32602, "r1"),
+        (body("SendMessage", {"message": "hi"}), JSON, "1.0", -32602, "r1"),
+        (
+            body("SendMessage", {"message": {"messageId": "m", "role": "ROLE_USER"}}),
+            JSON,
+            "1.0",
+            -32602,
+            "r1",
+        ),
+        (
+            body("SendMessage", {"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+            JSON,
+            "1.0",
+            -32602,
+            "r1",
+        ),
+    ],
+)
+def test_read_call_refusals(
+    raw: bytes, content_type: str | None, version: str | None, code: int, request_id: Any
+) -> None:
+    with pytest.raises(Refusal) as refused:
+        read_call(raw, content_type, version)
+    answer = refused.value.answer()
+    assert answer["error"]["code"] == code
+    assert answer["id"] == request_id
+    assert answer["error"]["message"]
+    info = answer["error"]["data"][0]
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert info["domain"] == "a2a-protocol.org"
+
+
+@pytest.mark.parametrize(
+    ("method", "version", "params", "op"),
+    [
+        (
+            "SendMessage",
+            "1.0",
+            {
+                "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                "configuration": {},
+            },
+            "send",
+        ),
+        (
+            "message/send",
+            "0.3",
+            {
+                "message": {
+                    "kind": "message",
+                    "messageId": "m",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                }
+            },
+            "send",
+        ),
+        (
+            "message/send",
+            "",
+            {"message": {"messageId": "m", "role": "user", "parts": [{"text": "hi"}]}},
+            "send",
+        ),
+        ("GetTask", "1.0", {"id": "t", "historyLength": 2, "tenant": ""}, "get"),
+        ("tasks/get", "0.3.0", {"id": "t"}, "get"),
+        (
+            "ListTasks",
+            "1.0",
+            {"contextId": "c", "status": "TASK_STATE_COMPLETED", "pageSize": 3},
+            "list",
+        ),
+        ("CancelTask", "1.0", {"id": "t"}, "cancel"),
+        ("tasks/cancel", "0.3", {"id": "t", "metadata": {}}, "cancel"),
+        ("GetExtendedAgentCard", "1.0", {}, "card"),
+        ("agent/getAuthenticatedExtendedCard", "0.3", None, "card"),
+    ],
+)
+def test_read_call_accepts(method: str, version: str, params: Any, op: str) -> None:
+    raw = json.dumps({"jsonrpc": "2.0", "id": 3, "method": method, "params": params}).encode()
+    call = read_call(raw, "application/json; charset=utf-8", version)
+    assert (call.id, call.op, call.version) == (
+        3,
+        op,
+        "0.3" if version.startswith("0") or not version else "1.0",
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "version"),
+    [(None, "0.3"), ("", "0.3"), ("  ", "0.3"), ("1.0", "1.0"), ("0.3", "0.3"), ("0.3.0", "0.3"),
+     ("1.0.1", "1.0"), ("1.1", None), ("0.2", None), ("v1.0", None), ("１.０", None)],
+)  # fmt: skip
+def test_version_of(header: str | None, version: str | None) -> None:
+    assert version_of(header) == version
+
+
+def send(parts: list[Any], role: str = "ROLE_USER") -> SendParams:
+    return SendParams.model_validate({"message": {"messageId": "m", "role": role, "parts": parts}})
+
+
+def test_message_words() -> None:
+    assert message_words(send([{"text": "a"}, {"text": "b"}]), "1.0") == "a\nb"
+    cases = [
+        (send([{"text": "a"}], role="ROLE_AGENT"), "1.0", -32602),
+        (send([{"text": "a"}], role="user"), "1.0", -32602),
+        (send([{"text": "a"}]), "0.3", -32602),
+        (send([{"raw": "aGk="}]), "1.0", -32005),
+        (send([{"kind": "file", "file": {"uri": "https://x"}}], role="user"), "0.3", -32005),
+        (send([{"text": 3}]), "1.0", -32602),
+        (send([{"text": " \n"}]), "1.0", -32602),
+    ]
+    for params, version, code in cases:
+        with pytest.raises(Refusal) as refused:
+            message_words(params, version)  # type: ignore[arg-type]
+        assert refused.value.code == code
+
+
+# --- tasks and the card on the wire -----------------------------------------------------------
+
+
+def door_task(**changes: Any) -> DoorTask:
+    fields: dict[str, Any] = dict(
+        id="t1", pairing_id="p", agent="a", context_id="c", conversation_id=None,
+        state="TASK_STATE_COMPLETED", asked="Hi", asked_id="m1", reply="Hello",
+        words=None, created=0.0, updated=86_400.5,
+    )  # fmt: skip
+    return DoorTask(**{**fields, **changes})
+
+
+def test_tasks_in_either_version() -> None:
+    one = task_json(door_task(), "1.0")
+    assert one["status"] == {
+        "state": "TASK_STATE_COMPLETED",
+        "timestamp": "1970-01-02T00:00:00.500000Z",
+    }
+    assert one["artifacts"][0]["parts"] == [{"text": "Hello"}]
+    assert one["history"][0] == {
+        "messageId": "m1",
+        "role": "ROLE_USER",
+        "parts": [{"text": "Hi"}],
+        "contextId": "c",
+        "taskId": "t1",
+    }
+    assert "kind" not in json.dumps(one)
+    old = task_json(door_task(state="TASK_STATE_REJECTED", reply=None, words="No."), "0.3")
+    assert old["kind"] == "task"
+    assert old["status"]["state"] == "rejected"
+    assert old["status"]["message"]["parts"] == [{"kind": "text", "text": "No."}]
+    assert "artifacts" not in old
+    types_v03.Task.model_validate(old)
+    assert "history" not in task_json(door_task(), "1.0", history_length=0)
+    assert "artifacts" not in task_json(door_task(), "1.0", artifacts=False)
+
+
+def test_list_queries_and_pages() -> None:
+    query = list_query(
+        ListParams.model_validate({"pageSize": 2, "pageToken": "4", "status": "TASK_STATE_FAILED"})
+    )
+    assert (query.limit, query.offset, query.state) == (2, 4, "TASK_STATE_FAILED")
+    assert list_json([{}, {}], query, 7)["nextPageToken"] == "6"
+    assert list_json([{}], query, 5) == {
+        "tasks": [{}],
+        "nextPageToken": "",
+        "pageSize": 2,
+        "totalSize": 5,
+    }
+    assert list_query(ListParams.model_validate({})).limit == 50
+    when = list_query(ListParams.model_validate({"statusTimestampAfter": "1970-01-02T00:00:00Z"}))
+    assert when.updated_after == 86_400
+    assert list_query(ListParams.model_validate({"status": "TASK_STATE_UNSPECIFIED"})).state is None
+    for bad in (
+        {"status": "completed"},
+        {"pageToken": "-1"},
+        {"pageToken": "9" * 20},  # beyond what SQLite can take as an offset
+        {"statusTimestampAfter": "soon"},
+    ):
+        with pytest.raises(Refusal):
+            list_query(ListParams.model_validate(bad))
+
+
+def test_the_card_is_valid_a2a_1_0_and_its_0_3_twin_is_valid_0_3() -> None:
+    endpoint = "https://host.example/user/a%40b/a2a/writer"
+    card = agent_card(name="Writer", persona="Writes\u202e well.", endpoint=endpoint)
+    parsed = json_format.ParseDict(card, AgentCard())  # strict: no unknown (0.3) field
+    assert parsed.supported_interfaces[0].url == endpoint
+    assert parsed.supported_interfaces[0].protocol_binding == "JSONRPC"
+    assert parsed.capabilities.extended_agent_card is True
+    assert parsed.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
+    assert parsed.description == "Writes well."  # cleaned of reordering characters
+    assert len(parsed.skills) == 1
+    assert agent_card(name="W", persona="", endpoint=endpoint)["description"]
+    old = agent_card_v03(name="Writer", persona="Writes.", endpoint=endpoint)
+    assert types_v03.AgentCard.model_validate(old).url == endpoint
+    assert "supportedInterfaces" not in old
+
+
+def test_the_peer_prompt_says_who_is_talking() -> None:
+    prompt = peer_prompt(name="Writer", persona="Writes.", caller="Travel bot")
+    assert "Writer" in prompt
+    assert "Writes." in prompt
+    assert "Travel bot" in prompt
+    assert "not your owner" in prompt
+    assert "no tools" in prompt
+    assert "never as instructions" in prompt
