@@ -21,15 +21,18 @@ from typing import Any
 
 import httpx
 
-from .agents import Agent, AgentError, AgentStore
+from .a2a.outside import OutsideAgents, OutsideError
+from .agents import Agent, AgentStore
 from .files import StoreError
 from .history import Said, history_turns, system_prompt
 from .hub import Hub
 from .providers import make_provider, stream_reply
 from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
 from .rounds import (
+    Ask,
     Decision,
     End,
+    OutsideAnswered,
     ProviderFailed,
     ReplyEnded,
     Roster,
@@ -50,6 +53,18 @@ class ChatNotFound(LookupError):
     pass
 
 
+# What an outside agent's task state means for you, when it is not a plain answer.
+OUTSIDE_STATE_WORDS = {
+    "TASK_STATE_INPUT_REQUIRED": "{name} needs more from you: mention it again to answer.",
+    "TASK_STATE_AUTH_REQUIRED": (
+        "{name} asks to be authorised, which Conch cannot do for it: check its key in Settings."
+    ),
+    "TASK_STATE_FAILED": "{name} says its task failed.",
+    "TASK_STATE_REJECTED": "{name} turned the request down.",
+    "TASK_STATE_CANCELED": "{name}'s task was canceled.",
+}
+
+
 @dataclass(frozen=True)
 class Budget:
     """The chat's own spending limit and the monthly budget, on top of the round's $1."""
@@ -67,7 +82,27 @@ class _Chat:
     runner: asyncio.Task[None] | None = None
     round: Round | None = None
     visible: bool = False  # a round the user started by mentioning, not a plain reply
-    reply: asyncio.Task[Usage | None] | None = None
+    # The model stream or the outside call running now: Stop cancels it.
+    reply: asyncio.Task[Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Room:
+    """Who can be named while one message is answered: your agents and outside agents."""
+
+    agents: list[Agent]
+    outside: dict[str, str]  # an outside agent's name → its id
+
+    def agent(self, name: str) -> Agent:
+        return next(a for a in self.agents if a.name == name)
+
+    def id_of(self, name: str) -> str:
+        found = next((a.id for a in self.agents if a.name == name), None)
+        return found or self.outside.get(name, name)
+
+    def names(self) -> dict[str, str]:
+        """Every id → the name people see (your agents and outside agents)."""
+        return {**{i: n for n, i in self.outside.items()}, **{a.id: a.name for a in self.agents}}
 
 
 class RoundService:
@@ -82,6 +117,7 @@ class RoundService:
         clock: Callable[[], float],
         offline_delay: float = 0.03,
         retry_delay: float = 1.0,
+        outside: OutsideAgents | None = None,
     ) -> None:
         self.store = store
         self.agents = agents
@@ -91,6 +127,7 @@ class RoundService:
         self.clock = clock
         self.offline_delay = offline_delay
         self.retry_delay = retry_delay
+        self.outside = outside
         self._chats: dict[str, _Chat] = {}
 
     # --- what the handlers call ---
@@ -126,11 +163,13 @@ class RoundService:
         return self._snapshot(chat.round)
 
     def conversation_json(self, conversation_id: str) -> dict[str, Any]:
-        conversation = self._require(conversation_id)
+        # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
+        conversation = self._require(conversation_id, origins=("user", "peer"))
+        names = self._room().names()
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
-            "messages": [self.message_json(m) for m in self.store.messages(conversation_id)],
+            "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
@@ -141,10 +180,10 @@ class RoundService:
         chat = self._chats.get(conversation_id)
         return chat is not None and chat.runner is not None and not chat.runner.done()
 
-    def message_json(self, message: Message) -> dict[str, Any]:
+    def message_json(self, message: Message, names: dict[str, str]) -> dict[str, Any]:
         data = message.to_json()
         if message.agent:
-            data["name"] = self._name_of(message.agent)
+            data["name"] = names.get(message.agent, message.agent)
         return data
 
     async def close(self) -> None:
@@ -178,48 +217,51 @@ class RoundService:
                 chat.round, chat.reply, chat.visible = None, None, False
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
-        agents = self.agents.list()
-        if not agents:
+        room = self._room()
+        if not room.agents:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
             return
-        by_name = {a.name: a for a in agents}
-        roster = Roster(ours=tuple(by_name))
-        named = mentions_in(message.text, roster.ours)
+        roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
+        named = mentions_in(message.text, (*roster.ours, *roster.outside))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
-            self._event(chat.id, "round.started", {"named": [by_name[n].id for n in named]})
+            self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
         else:
-            agent = self._chat_agent(chat.id, agents)
+            agent = self._chat_agent(chat.id, room.agents)
             chat.round, chat.visible = (
                 Round(named=[agent.name], roster=roster, handing_on=False),
                 False,
             )
         decision = chat.round.start()
         while not isinstance(decision, End):
-            if not isinstance(decision, Speak):
-                raise AssertionError(f"no outside agents are known, yet the round asked {decision}")
             self._publish_round(chat)
-            decision = await self._speak(chat, by_name[decision.agent], decision, message, agents)
-        self._finish(chat, decision, by_name)
+            if isinstance(decision, Ask):
+                decision = await self._ask(chat, room, decision, message)
+            else:
+                decision = await self._speak(chat, room, decision, message)
+        self._finish(chat, decision)
+
+    def _room(self) -> _Room:
+        outside = self.outside.list() if self.outside is not None else []
+        return _Room(self.agents.list(), {o.name: o.id for o in outside})
 
     def _chat_agent(self, conversation_id: str, agents: list[Agent]) -> Agent:
         current = self._require(conversation_id).agent
         return next((a for a in agents if a.id == current), agents[0])
 
-    async def _speak(
-        self, chat: _Chat, agent: Agent, turn: Speak, message: Message, agents: list[Agent]
-    ) -> Decision:
+    async def _speak(self, chat: _Chat, room: _Room, turn: Speak, message: Message) -> Decision:
         rnd = chat.round
         assert rnd is not None
+        agent = room.agent(turn.agent)
         refusal = self._budget_refusal(chat.id, agent)
         if refusal:
             return rnd.handle(TurnRefused(agent.name, refusal))
         place = None
         if chat.visible:
-            by = self.agents.find_by_name(turn.handed_by) if turn.handed_by else None
-            place = {"turn": turn.turn, "handed_by": by.id if by else None}
+            handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
+            place = {"turn": turn.turn, "handed_by": handed_by}
             self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
-        request = self._request(chat, agent, message, agents)
+        request = self._request(chat, room, agent, message)
         reply_id = f"m_{uuid.uuid4().hex[:16]}"
         parts: list[str] = []
         provider = make_provider(
@@ -263,10 +305,46 @@ class RoundService:
             rnd.handle(SpendRecorded(cost))
         return rnd.handle(ReplyEnded(agent.name, text))
 
-    def _request(
-        self, chat: _Chat, agent: Agent, message: Message, agents: list[Agent]
-    ) -> ModelRequest:
-        names = {a.id: a.name for a in agents}
+    async def _ask(self, chat: _Chat, room: _Room, turn: Ask, message: Message) -> Decision:
+        """Send the user's message, and nothing else of the chat, to an outside agent."""
+        rnd = chat.round
+        assert rnd is not None
+        assert self.outside is not None
+        outside_id = room.id_of(turn.agent)
+        self._event(chat.id, "round.asking", {"agent": outside_id})
+        context_id = self.store.context_id(chat.id, outside_id)
+        chat.reply = asyncio.create_task(self.outside.ask(outside_id, message.text, context_id))
+        try:
+            outcome = await chat.reply
+        except asyncio.CancelledError:
+            if rnd.ended is None:
+                raise  # the server is stopping, not the user
+            return rnd.ended
+        except OutsideError as error:
+            self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
+            return rnd.handle(OutsideAnswered(turn.agent))
+        finally:
+            chat.reply = None
+        if outcome.context_id:
+            self.store.set_context_id(chat.id, outside_id, outcome.context_id)
+        if outcome.text:
+            place = {"turn": turn.turn, "handed_by": None}
+            said = self.store.add_message(
+                chat.id, "outside", outcome.text, agent=outside_id, round=place
+            )
+            self._publish_message(said)
+            self._event(chat.id, "peer.message", {"agent": outside_id, "text": outcome.text})
+            # Someone else's words are in the chat from now on.
+            self.store.set_taint(chat.id, {"kind": "person", "by": turn.agent})
+        words = OUTSIDE_STATE_WORDS.get(outcome.state)
+        if words:
+            self._note(chat.id, words.format(name=turn.agent))
+        if rnd.ended is not None:
+            return rnd.ended
+        return rnd.handle(OutsideAnswered(turn.agent))
+
+    def _request(self, chat: _Chat, room: _Room, agent: Agent, message: Message) -> ModelRequest:
+        names = room.names()
         said = [
             Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
             for m in self.store.messages(chat.id, limit=60)
@@ -275,8 +353,8 @@ class RoundService:
             speaker=agent.name,
             persona=agent.persona,
             instructions=agent.instructions,
-            room=[(a.name, a.persona) for a in agents],
-            outside=[],
+            room=[(a.name, a.persona) for a in room.agents],
+            outside=list(room.outside),
             in_round=chat.visible,
         )
         return ModelRequest(
@@ -284,7 +362,7 @@ class RoundService:
             system=system,
             turns=history_turns(said, agent.name),
             speaker=agent.name,
-            room=tuple(a.name for a in agents) if chat.visible else (agent.name,),
+            room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             user_text=message.text,
         )
 
@@ -342,7 +420,7 @@ class RoundService:
                 )
         return None
 
-    def _finish(self, chat: _Chat, end: End, by_name: dict[str, Agent]) -> None:
+    def _finish(self, chat: _Chat, end: End) -> None:
         if end.reason == "outside":
             speaker = end.speakers[-1] if end.speakers else "An agent"
             self._note(chat.id, outside_refused_note(speaker, end.named_outside))
@@ -362,38 +440,28 @@ class RoundService:
 
     # --- small pieces ---
 
-    def _require(self, conversation_id: str) -> Conversation:
+    def _require(self, conversation_id: str, origins: tuple[str, ...] = ("user",)) -> Conversation:
         conversation = self.store.get_conversation(conversation_id)
-        if conversation is None or conversation.origin != "user":
+        if conversation is None or conversation.origin not in origins:
             raise ChatNotFound(conversation_id)
         return conversation
 
-    def _name_of(self, agent_id: str) -> str:
-        try:
-            return self.agents.get(agent_id).name
-        except AgentError:
-            return agent_id
-
     def _snapshot(self, rnd: Round) -> dict[str, Any]:
-        def agent_id(name: str) -> str:
-            found = self.agents.find_by_name(name)
-            return found.id if found else name
-
+        room = self._room()
         snap = rnd.snapshot()
         speaker = snap["speaker"]
         return {
             **snap,
-            "speaker": agent_id(speaker) if isinstance(speaker, str) else None,
-            "waiting": [agent_id(n) for n in rnd.waiting],
+            "speaker": room.id_of(speaker) if isinstance(speaker, str) else None,
+            "waiting": [room.id_of(n) for n in rnd.waiting],
         }
 
     def _publish_round(self, chat: _Chat) -> None:
         self.hub.publish(chat.id, {"type": "round", "round": self.round_state(chat.id)})
 
     def _publish_message(self, message: Message) -> None:
-        self.hub.publish(
-            message.conversation_id, {"type": "message", "message": self.message_json(message)}
-        )
+        data = self.message_json(message, self._room().names())
+        self.hub.publish(message.conversation_id, {"type": "message", "message": data})
 
     def _try_note(self, conversation_id: str, text: str) -> None:
         """A note about a failure, which may itself fail to be stored: then the log has it."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from ..talk import clean_text
 
@@ -66,6 +67,8 @@ class ErrorCode:
     INVALID_AGENT_RESPONSE = -32006
     EXTENDED_CARD_NOT_CONFIGURED = -32007
     VERSION_NOT_SUPPORTED = -32009
+    # JSON-RPC leaves -32000 to implementations; A2A has no code for "a bound was reached".
+    LIMIT_REACHED = -32000
 
 
 REASONS = {
@@ -82,7 +85,10 @@ REASONS = {
     ErrorCode.INVALID_AGENT_RESPONSE: "INVALID_AGENT_RESPONSE",
     ErrorCode.EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
     ErrorCode.VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    ErrorCode.LIMIT_REACHED: "LIMIT_REACHED",
 }
+# The ErrorInfo domain of reasons that are Conch's own rather than A2A's.
+CONCH_DOMAIN = "conch-jupyter"
 
 RequestId = str | int | None
 
@@ -101,12 +107,22 @@ def rpc_result(request_id: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def rpc_error(request_id: RequestId, code: int, message: str) -> dict[str, Any]:
-    info = {
+def rpc_error(
+    request_id: RequestId,
+    code: int,
+    message: str,
+    *,
+    reason: str | None = None,
+    metadata: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An error answer. A `reason` of our own (e.g. "BUSY") is given in Conch's domain."""
+    info: dict[str, Any] = {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": REASONS.get(code, "ERROR"),
-        "domain": "a2a-protocol.org",
+        "reason": reason or REASONS.get(code, "ERROR"),
+        "domain": CONCH_DOMAIN if reason else "a2a-protocol.org",
     }
+    if metadata:
+        info["metadata"] = metadata
     return {
         "jsonrpc": "2.0",
         "id": request_id,
@@ -265,6 +281,137 @@ def _str(value: Any) -> str | None:
     return value[:200] if isinstance(value, str) and value else None
 
 
+# --- calling an outside agent ------------------------------------------------------------
+
+METHODS: dict[Version, dict[str, str]] = {
+    "1.0": {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
+    "0.3": {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel"},
+}
+
+
+def rpc_call(method: str, params: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def send_params(
+    text: str,
+    *,
+    version: Version,
+    context_id: str | None = None,
+    task_id: str | None = None,
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    """SendMessage's params: the one message and nothing else. The answer comes back at once and
+    a working task is polled, so a slow agent never holds one HTTP request open for minutes."""
+    msg = message(
+        text,
+        role="user",
+        version=version,
+        context_id=context_id,
+        task_id=task_id,
+        message_id=message_id,
+    )
+    config = {"returnImmediately": True} if version == "1.0" else {"blocking": False}
+    return {"message": msg, "configuration": config}
+
+
+class RpcFault(Exception):
+    """A JSON-RPC error answer; `message` is the other side's words, cleaned and cut."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def rpc_answer(body: Any) -> Any:
+    """The result of a JSON-RPC answer; RpcFault for an error answer, WireError for neither."""
+    if not isinstance(body, dict):
+        raise WireError("the answer is not a JSON-RPC object")
+    if "error" in body:
+        error = body["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise WireError("the answer's error has no JSON-RPC error code")
+        text = error.get("message")
+        words = " ".join(clean_text(text, 200).split()) if isinstance(text, str) else ""
+        raise RpcFault(code, words)
+    if "result" not in body:
+        raise WireError("the answer holds neither a result nor an error")
+    return body["result"]
+
+
+# --- an outside agent's card -------------------------------------------------------------
+
+CARD_NAME_LIMIT = 100
+CARD_TEXT_LIMIT = 400
+
+
+@dataclass(frozen=True)
+class CardInfo:
+    """What Conch takes from an agent card. Everything but the endpoint is the agent's claim."""
+
+    name: str
+    description: str
+    organization: str
+    endpoint: str  # as written on the card: the caller resolves it and checks its host
+    version: Version
+
+    def claim(self) -> str:
+        said = []
+        if self.organization:
+            said.append(f"It says it's run by {self.organization}.")
+        if self.description:
+            end = "" if self.description.endswith((".", "!", "?", "…")) else "."
+            said.append(f"It describes itself as “{self.description}”{end}")
+        return " ".join(said) or "It says nothing about who runs it."
+
+
+def _line(value: Any, limit: int) -> str:
+    return " ".join(clean_text(value, limit).split()) if isinstance(value, str) else ""
+
+
+def parse_card(raw: Any) -> CardInfo:
+    """A 1.0 card (supportedInterfaces, JSON-RPC first) or a 0.3 one (url, preferredTransport)."""
+    if not isinstance(raw, dict):
+        raise WireError("the card is not a JSON object")
+    endpoint, version = _jsonrpc_interface(raw)
+    provider = raw.get("provider")
+    return CardInfo(
+        name=_line(raw.get("name"), CARD_NAME_LIMIT),
+        description=_line(raw.get("description"), CARD_TEXT_LIMIT),
+        organization=_line(provider.get("organization"), CARD_NAME_LIMIT)
+        if isinstance(provider, dict)
+        else "",
+        endpoint=endpoint,
+        version=version,
+    )
+
+
+def _jsonrpc_interface(raw: dict[str, Any]) -> tuple[str, Version]:
+    interfaces = raw.get("supportedInterfaces")
+    for entry in interfaces[:20] if isinstance(interfaces, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+            continue
+        if str(entry.get("protocolBinding", "")).upper() == "JSONRPC":
+            old = str(entry.get("protocolVersion", "")).startswith("0.")
+            return entry["url"], "0.3" if old else "1.0"
+    if isinstance(raw.get("url"), str):
+        if str(raw.get("preferredTransport") or "JSONRPC").upper() == "JSONRPC":
+            return raw["url"], "0.3"
+        extra = raw.get("additionalInterfaces")
+        for entry in extra[:20] if isinstance(extra, list) else []:
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("url"), str)
+                and str(entry.get("transport", "")).upper() == "JSONRPC"
+            ):
+                return entry["url"], "0.3"
+    if isinstance(interfaces, list) or isinstance(raw.get("url"), str):
+        raise WireError("the card offers no JSON-RPC interface, and Conch speaks A2A over JSON-RPC")
+    raise WireError("the card names no interface (neither supportedInterfaces nor url)")
+
+
 def message_text(raw: Any) -> str | None:
     """The text of a message someone sent us (either version); None if it is not one."""
     if not isinstance(raw, dict) or not isinstance(raw.get("parts"), list):
@@ -273,3 +420,63 @@ def message_text(raw: Any) -> str | None:
     if not texts or not all(isinstance(t, str) for t in texts):
         return None
     return "\n".join(t for t in texts if isinstance(t, str))
+
+
+# --- what a paired agent sends the door --------------------------------------------------
+
+ID_LIMIT = 200
+
+
+def _plain_id(value: str) -> str:
+    # Ids are echoed back and stored: no control, invisible or reordering characters, no spaces.
+    if not value or value != clean_text(value, ID_LIMIT) or any(c.isspace() for c in value):
+        raise ValueError(f"must be 1 to {ID_LIMIT} visible characters without spaces")
+    return value
+
+
+PlainId = Annotated[str, AfterValidator(_plain_id)]
+
+
+class _Params(BaseModel):
+    # Strict: a number where text belongs is a wrong type, not something to convert. Members we
+    # do not know are ignored, as A2A asks of servers, so a newer caller's extras do no harm.
+    model_config = ConfigDict(extra="ignore", strict=True, alias_generator=to_camel)
+
+
+class InMessage(_Params):
+    message_id: PlainId
+    role: str = Field(max_length=20)
+    parts: list[dict[str, Any]] = Field(min_length=1, max_length=100)
+    context_id: PlainId | None = None
+    task_id: PlainId | None = None
+
+
+class SendParams(_Params):
+    """SendMessage (1.0) and message/send (0.3)."""
+
+    message: InMessage
+    configuration: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskParams(_Params):
+    """GetTask/CancelTask (1.0), tasks/get and tasks/cancel (0.3)."""
+
+    id: PlainId
+    history_length: int | None = Field(default=None, ge=0)
+
+
+class ListParams(_Params):
+    """ListTasks (1.0 only)."""
+
+    context_id: PlainId | None = None
+    status: str | None = Field(default=None, max_length=40)
+    page_size: int | None = Field(default=None, ge=0, le=100)
+    page_token: str | None = Field(default=None, max_length=20)
+    history_length: int | None = Field(default=None, ge=0)
+    status_timestamp_after: str | None = Field(default=None, max_length=40)
+    include_artifacts: bool | None = None
+
+
+class NoParams(_Params):
+    """GetExtendedAgentCard and its 0.3 name take nothing."""

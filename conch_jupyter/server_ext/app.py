@@ -18,6 +18,10 @@ from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Unicode
 
+from ..a2a.door import DoorGate
+from ..a2a.outside import OutsideAgents
+from ..a2a.pairing import PairingStore
+from ..a2a.peer import PeerService
 from ..agents import AgentStore
 from ..files import ensure_private_dir
 from ..hub import Hub
@@ -85,15 +89,24 @@ class ConchApp(ExtensionApp):
         if not agents.path.exists():
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
+        budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        outside = OutsideAgents(
+            data,
+            SealedFile(data / "a2a.secrets.json", seal_key),
+            taken_names=lambda: {a.name for a in agents.list()},
+            clock=time.time,
+            retry_delay=self.retry_delay,
+        )
         rounds = RoundService(
             store=store,
             agents=agents,
             hub=hub,
             http=http,
-            budget=Budget(self.chat_limit_usd, self.monthly_budget_usd),
+            budget=budget,
             clock=time.time,
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
+            outside=outside,
         )
         kernel_key = secrets.token_urlsafe(32)
         self.services = ConchServices(
@@ -103,6 +116,18 @@ class ConchApp(ExtensionApp):
             hub=hub,
             rounds=rounds,
             http=http,
+            pairings=PairingStore(data / "pairings.json", clock=time.time),
+            door_gate=DoorGate(remote=self.door_remote, clock=time.time),
+            peers=PeerService(
+                store=store,
+                agents=agents,
+                http=http,
+                clock=time.time,
+                budget=budget,
+                offline_delay=self.offline_delay,
+                retry_delay=self.retry_delay,
+            ),
+            outside=outside,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services

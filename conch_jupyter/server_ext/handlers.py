@@ -264,9 +264,13 @@ class NotFoundHandler(ConchHandler):
     get = post = patch = put = delete = web.authenticated(authorized(_nothing))
 
 
-def handlers() -> list[tuple[str, type[ConchHandler]]]:
+def handlers() -> list[tuple[str, type[APIHandler]]]:
+    # door_handlers builds on this module, so it is imported only when the routes are made.
+    from .door_handlers import door_routes
+    from .outside_handlers import outside_routes
+
     chat = r"conch/api/conversations/(?P<conversation_id>[A-Za-z0-9_\-]{1,64})"
-    routes: list[tuple[str, type[ConchHandler]]] = [
+    routes: list[tuple[str, type[APIHandler]]] = [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
         (r"conch/api/conversations", ConversationsHandler),
@@ -274,6 +278,8 @@ def handlers() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/messages", MessagesHandler),
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
+        *door_routes(),
+        *outside_routes(),
         (r"conch/api(?:/.*)?", NotFoundHandler),
     ]
     return routes

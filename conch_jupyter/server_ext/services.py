@@ -7,6 +7,10 @@ from pathlib import Path
 
 import httpx
 
+from ..a2a.door import DoorGate
+from ..a2a.outside import OutsideAgents
+from ..a2a.pairing import PairingStore
+from ..a2a.peer import PeerService
 from ..agents import AgentStore
 from ..hub import Hub
 from ..service import RoundService
@@ -21,10 +25,16 @@ class ConchServices:
     hub: Hub
     rounds: RoundService
     http: httpx.AsyncClient
+    pairings: PairingStore  # the A2A door: who may come in,
+    door_gate: DoorGate  # the rules at the door,
+    peers: PeerService  # and your agents answering them
+    outside: OutsideAgents  # agents elsewhere that your chats can mention
     kernel_key: str = field(repr=False)
 
     async def close(self) -> None:
         await self.rounds.close()
+        await self.peers.close()
+        await self.outside.aclose()
         self.hub.close()
         await self.http.aclose()
         self.store.close()

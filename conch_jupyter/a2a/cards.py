@@ -1,0 +1,91 @@
+"""Finding an outside agent from its address: where its card is, and where its calls go.
+
+Owns the card search (the address itself, then `<address>/.well-known/agent-card.json`, then the
+host's `/.well-known/agent-card.json`, then the pre-0.3 `/.well-known/agent.json`) and the rule
+that the endpoint a card names is on the host the card came from, so a card cannot send Conch,
+or your key, anywhere else. A place that answers 404, 405, something not JSON, or JSON that is
+not a card is a miss and the search goes on; anything worse (refused, too large, too slow, the
+key refused, too many redirects) ends it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
+from .models import CardInfo, WireError, parse_card
+
+WELL_KNOWN = "/.well-known/agent-card.json"
+OLD_WELL_KNOWN = "/.well-known/agent.json"
+_MISS = frozenset({"not_found", "not_json", "http"})
+
+
+def card_places(address: httpx.URL) -> list[httpx.URL]:
+    """The address itself, then the well-known places under it and at the root of its host."""
+    base = address.copy_with(query=None, fragment=None)
+    # The path as written: "/a%40b/" must not become "/a@b/", which a server may route apart.
+    path = base.raw_path.rstrip(b"/")
+    places = [base]
+    if not path.endswith(b".json"):
+        places.append(base.copy_with(raw_path=path + WELL_KNOWN.encode()))
+    places += [base.copy_with(path=WELL_KNOWN), base.copy_with(path=OLD_WELL_KNOWN)]
+    return list(dict.fromkeys(places))
+
+
+async def read_card(client: A2AClient, places: list[httpx.URL]) -> tuple[CardInfo, httpx.URL]:
+    """The first A2A card at `places`, and the URL it came from (all within card_seconds)."""
+    seconds = client.limits.card_seconds
+    try:
+        return await within(seconds, _search(client, places))
+    except asyncio.TimeoutError:
+        raise CallFailed("timeout", f"did not show its card within {duration(seconds)}") from None
+
+
+async def _search(client: A2AClient, places: list[httpx.URL]) -> tuple[CardInfo, httpx.URL]:
+    unusable: CallFailed | None = None
+    last = "nothing answered"
+    for place in places:
+        try:
+            raw, found_at = await client.fetch("GET", place, None, client.limits.card_bytes, "1.0")
+            return parse_card(raw), found_at
+        except WireError as e:
+            unusable = unusable or CallFailed("no_card", f"has a card Conch cannot use: {e}")
+        except CallFailed as e:
+            if e.code not in _MISS:
+                raise
+            last = e.words
+    if unusable is not None:
+        raise unusable
+    raise CallFailed(
+        "no_card", f"has no A2A card at its address or the well-known places (last: {last})"
+    )
+
+
+async def find_agent(
+    client: A2AClient, address: httpx.URL, first: httpx.URL | None = None
+) -> tuple[CardInfo, httpx.URL, httpx.URL]:
+    """The card of the agent at `address` (looked for at `first` before the usual places), the
+    URL it came from, and its endpoint — which must be on that same host."""
+    places = list(dict.fromkeys([*([first] if first else []), *card_places(address)]))
+    card, found_at = await read_card(client, places)
+    try:
+        endpoint = found_at.join(card.endpoint)
+    except (httpx.InvalidURL, UnicodeError):
+        raise CallFailed("no_card", "has a card whose endpoint Conch cannot read") from None
+    if len(str(endpoint)) > URL_LIMIT:
+        raise CallFailed("no_card", f"has a card whose endpoint is over {URL_LIMIT:,} characters")
+    if endpoint.scheme not in ("http", "https"):
+        scheme = endpoint.scheme[:20]
+        raise CallFailed("no_card", f"has a card whose endpoint is a {scheme}: address")
+    if not (same_host(endpoint, found_at) and same_host(endpoint, address)):
+        host = endpoint.raw_host.decode("ascii", "replace")[:80]
+        raise CallFailed(
+            "moved",
+            f"has a card that sends calls to another host ({host}); Conch only calls the host "
+            "the card came from",
+        )
+    if endpoint.scheme == "http" and address.scheme == "https":
+        raise CallFailed("refused", "has a card that sends calls over http:// from https://")
+    return card, found_at, endpoint

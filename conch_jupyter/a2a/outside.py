@@ -1,0 +1,304 @@
+"""Outside agents as a service: adding one from a paste, asking one, and Repair everything.
+
+Owns what happens between a person's action and the wire: an agent is added from a paste (its
+card read through the guard, its endpoint on the card's host, its name fit for @mentions; the
+list itself is outside_list.py), and `ask` is the one call the round driver makes.
+
+What an outside agent is sent: exactly the text `ask` is given, as one ROLE_USER message, with the
+chat's contextId for it and, when it asked for input in that context, the task id it asked in.
+Nothing else of the chat.
+
+Healing: a passing failure is tried once more after `retry_delay`; a 1.0 agent that does not know
+SendMessage (-32601, or -32009 for the version) is asked the 0.3 way and remembered as 0.3. Every
+failure becomes the agent's last problem, in words that never quote the agent (they may be shown
+in the chat as Conch's own note), and a success clears it. Stop cancels the wait and tells the
+agent (CancelTask) for the task it knows. Not thread-safe: the server's event loop is the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..agents import slug_of
+from ..sealed import SealedFile
+from .cards import find_agent
+from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
+from .guard import Guard, Home, Refused
+from .models import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
+from .outside_list import (
+    OutsideAgent,
+    OutsideError,
+    OutsideList,
+    StoredOutside,
+    fit_name,
+    unique_name,
+)
+from .paste import PasteError, read_paste
+
+__all__ = ["OutsideAgent", "OutsideAgents", "OutsideError"]
+
+_RESERVED_IDS = frozenset({"repair"})  # /outside/repair is a path of its own
+_STATE_PROBLEMS = {
+    "TASK_STATE_AUTH_REQUIRED": ("auth_required", "wants you to sign in with it first"),
+    "TASK_STATE_FAILED": ("failed", "could not do it (its task failed)"),
+    "TASK_STATE_REJECTED": ("rejected", "turned the request down"),
+    "TASK_STATE_CANCELED": ("canceled", "canceled the task"),
+}
+
+
+class OutsideAgents:
+    """The service the handlers and the round driver use; one per server, on its event loop.
+
+    `guard` decides where Conch may connect (tests give it a fake resolver); `limits`, the
+    delays and `poll_limit` are the bounds (a card in 10 s, a call in 30 s, an answer in two
+    minutes); `cancel_timeout` is how long Stop waits for the agent to hear CancelTask.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        secrets: SealedFile,
+        *,
+        taken_names: Callable[[], set[str]],
+        clock: Callable[[], float],
+        guard: Guard | None = None,
+        limits: Limits | None = None,
+        retry_delay: float = 1.0,
+        poll_interval: float = 1.0,
+        poll_limit: float = 120.0,
+        cancel_timeout: float = 3.0,
+    ) -> None:
+        self._list = OutsideList(Path(data_dir) / "agents" / "outside.json", secrets)
+        self.path = self._list.path
+        self._taken = taken_names
+        self._clock = clock
+        self._guard = guard or Guard()
+        self._limits = limits or Limits()
+        self.retry_delay, self.poll_interval = retry_delay, poll_interval
+        self.poll_limit, self.cancel_timeout = poll_limit, cancel_timeout
+        # (agent id, contextId) → the task that asked for input there; a restart forgets it.
+        self._waiting: dict[tuple[str, str], str] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"OutsideAgents({str(self.path)!r})"
+
+    def list(self) -> builtins.list[OutsideAgent]:
+        return self._list.list()
+
+    def get(self, outside_id: str) -> OutsideAgent:
+        return self._list.get(outside_id)
+
+    def remove(self, outside_id: str) -> None:
+        self._list.remove(outside_id)
+        self._waiting = {k: v for k, v in self._waiting.items() if k[0] != outside_id}
+
+    async def add(self, paste: str) -> OutsideAgent:
+        try:
+            pasted = read_paste(paste)
+        except PasteError as e:
+            raise OutsideError("invalid_paste", str(e)) from None
+        host = pasted.address.raw_host.decode("ascii")[:80]
+        try:
+            home = await self._guard.home_of(pasted.address)
+            async with self._client(home, pasted.key) as client:
+                card, card_url, endpoint = await find_agent(client, pasted.address)
+        except Refused as e:
+            raise OutsideError("refused", f"Conch will not call {host}: {e.reason}.") from None
+        except httpx.ConnectError as e:  # the name was not found
+            raise OutsideError("unreachable", f"Conch {e}.") from None
+        except CallFailed as e:
+            raise OutsideError(e.code, f"{host} {e.words}.") from None
+        file = self._list.read()  # afresh: the list may have changed while the card was read
+        if any(a.endpoint == str(endpoint) for a in file.agents):
+            raise OutsideError("exists", f"The agent at {host} is already an outside agent.")
+        taken = self._taken() | {a.name for a in file.agents}
+        base = fit_name(card.name) or fit_name(pasted.name or "") or fit_name(host)
+        name = unique_name(base or "Outside agent", taken)
+        agent_id = unique_name(slug_of(name), {a.id for a in file.agents} | _RESERVED_IDS, "-")
+        stored = StoredOutside(
+            id=agent_id,
+            name=name,
+            address=str(pasted.address),
+            card_url=str(card_url),
+            endpoint=str(endpoint),
+            version=card.version,
+            home=home,
+            claim=card.claim(),
+            created=self._clock(),
+        )
+        self._list.append(file, stored, pasted.key)
+        return self.get(agent_id)
+
+    # -- asking ----------------------------------------------------------------------------
+
+    async def ask(self, outside_id: str, text: str, context_id: str | None) -> Outcome:
+        """Send `text`, and only it; the answer once it is done, or OutsideError in words."""
+        agent = self.get(outside_id)
+        key = self._list.key(outside_id)
+        waiting = self._waiting.get((outside_id, context_id)) if context_id else None
+        try:
+            outcome = await within(
+                self.poll_limit, self._exchange(agent, key, text, context_id, waiting)
+            )
+        except asyncio.TimeoutError:
+            words = f"did not answer within {duration(self.poll_limit)}"
+            raise self._problem(agent, "timeout", words) from None
+        except CallFailed as e:
+            raise self._problem(agent, e.code, e.words) from None
+        if outcome.context_id:
+            self._waiting.pop((outside_id, outcome.context_id), None)
+            if outcome.state == "TASK_STATE_INPUT_REQUIRED" and outcome.task_id:
+                self._waiting[(outside_id, outcome.context_id)] = outcome.task_id
+        if outcome.state in _STATE_PROBLEMS:
+            raise self._problem(agent, *_STATE_PROBLEMS[outcome.state])
+        if outcome.state == "TASK_STATE_COMPLETED" and not outcome.text.strip():
+            raise self._problem(agent, "empty", "answered with nothing Conch can show (no text)")
+        self._list.update(outside_id, last_problem=None)
+        return outcome
+
+    async def _exchange(
+        self,
+        agent: OutsideAgent,
+        key: str | None,
+        text: str,
+        context_id: str | None,
+        waiting: str | None,
+    ) -> Outcome:
+        endpoint = httpx.URL(agent.endpoint)
+        task_id: str | None = None
+        version = agent.version
+        async with self._client(agent.home, key) as client:
+            try:
+                try:
+                    result, version = await self._send(client, agent, text, context_id, waiting)
+                except CallFailed as e:
+                    if not waiting or e.rpc_code != ErrorCode.TASK_NOT_FOUND:
+                        raise
+                    # The task that asked for input is gone there: this is a new question.
+                    result, version = await self._send(client, agent, text, context_id, None)
+                outcome = _outcome(result)
+                task_id = outcome.task_id
+                delay = min(0.2, self.poll_interval)
+                while not outcome.done:
+                    if task_id is None:
+                        raise CallFailed("wire", "said it is working but named no task")
+                    await asyncio.sleep(delay)
+                    delay = self.poll_interval
+                    params = {"id": task_id, "historyLength": 0}
+                    outcome = _outcome(
+                        await self._retrying(client, endpoint, version, "get", params)
+                    )
+                return outcome
+            except asyncio.CancelledError:
+                # Stop, or the poll limit: tell the agent too, briefly, then go on stopping.
+                if task_id is not None:
+                    cancel = asyncio.ensure_future(self._cancel(agent, key, version, task_id))
+                    self._background.add(cancel)
+                    cancel.add_done_callback(self._background.discard)
+                    await asyncio.wait({cancel}, timeout=self.cancel_timeout)
+                raise
+
+    async def _send(
+        self,
+        client: A2AClient,
+        agent: OutsideAgent,
+        text: str,
+        context_id: str | None,
+        task_id: str | None,
+    ) -> tuple[Any, Version]:
+        endpoint, message_id = httpx.URL(agent.endpoint), new_id()  # a retry is the same message
+
+        def params(version: Version) -> dict[str, Any]:
+            return send_params(
+                text, version=version, context_id=context_id, task_id=task_id, message_id=message_id
+            )
+
+        try:
+            sent = await self._retrying(
+                client, endpoint, agent.version, "send", params(agent.version)
+            )
+            return sent, agent.version
+        except CallFailed as e:
+            if agent.version != "1.0" or e.rpc_code not in UNKNOWN_METHOD:
+                raise
+        sent = await self._retrying(client, endpoint, "0.3", "send", params("0.3"))
+        self._list.update(agent.id, version="0.3")  # it answered the 0.3 way: ask it so from now on
+        return sent, "0.3"
+
+    async def _retrying(
+        self,
+        client: A2AClient,
+        endpoint: httpx.URL,
+        version: Version,
+        method: str,
+        params: dict[str, Any],
+    ) -> Any:
+        try:
+            return await client.call(endpoint, version, method, params)
+        except CallFailed as e:
+            if not e.passing:
+                raise
+        await asyncio.sleep(self.retry_delay)
+        return await client.call(endpoint, version, method, params)
+
+    async def _cancel(
+        self, agent: OutsideAgent, key: str | None, version: Version, task: str
+    ) -> None:
+        try:
+            async with self._client(agent.home, key) as client:
+                await client.call(httpx.URL(agent.endpoint), version, "cancel", {"id": task})
+        except (CallFailed, Refused, asyncio.CancelledError):
+            pass  # best effort: the wait is over either way
+
+    # -- Repair everything -----------------------------------------------------------------
+
+    async def repair(self) -> builtins.list[OutsideAgent]:
+        """Read again the card of each agent with a problem, follow a move on its own host, and
+        check that its endpoint answers (GetTask for a made-up task: none of your words)."""
+        failing = [a for a in self.list() if a.last_problem]
+        await asyncio.gather(*(self._repair(a) for a in failing))
+        return self.list()
+
+    async def _repair(self, agent: OutsideAgent) -> None:
+        address, card_url = httpx.URL(agent.address), httpx.URL(agent.card_url)
+        try:
+            async with self._client(agent.home, self._list.key(agent.id)) as client:
+                card, found_at, endpoint = await find_agent(client, address, card_url)
+                version = await client.check(endpoint, card.version)
+        except Refused as e:
+            words = f"Conch will not call {agent.name}: {e.reason}."
+            self._list.update(agent.id, last_problem=words)
+        except CallFailed as e:
+            self._list.update(agent.id, last_problem=f"{agent.name} {e.words}.")
+        else:
+            changes = {"endpoint": str(endpoint), "card_url": str(found_at), "version": version}
+            self._list.update(agent.id, **changes, claim=card.claim(), last_problem=None)
+
+    async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    # -- inside ----------------------------------------------------------------------------
+
+    def _client(self, home: Home, key: str | None) -> A2AClient:
+        return A2AClient(self._guard.transport(home), key, self._limits)
+
+    def _problem(self, agent: OutsideAgent, code: str, words: str) -> OutsideError:
+        error = OutsideError(code, f"{agent.name} {words}.")
+        self._list.update(agent.id, last_problem=error.message)
+        return error
+
+
+def _outcome(result: Any) -> Outcome:
+    try:
+        return parse_outcome(result)
+    except WireError as e:
+        raise CallFailed("wire", f"sent an answer that is not A2A: {e}") from None

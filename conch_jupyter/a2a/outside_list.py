@@ -1,0 +1,213 @@
+"""The kept list of outside agents: `agents/outside.json`, and their keys in `a2a.secrets.json`.
+
+Owns the stored file's shape, the agents as the rest of Conch sees them (OutsideAgent), and the
+names they get: an outside agent is mentioned as @Name like your own agents, so its name follows
+the same rules (agents.py) and is unique, ignoring case, among all of them. Keys are kept only in
+the sealed file, under "outside:<id>", never in outside.json, `to_public()` or a repr. A file that
+does not read is an error naming it, and is never written over (files.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+
+from ..agents import NAME_MAX, name_problem, slug_of
+from ..files import atomic_write_json, read_json
+from ..sealed import SealedFile
+from .guard import Home
+from .models import Version
+
+
+class OutsideError(Exception):
+    """Something about outside agents that did not work; `message` is words for a person."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class OutsideAgent:
+    id: str
+    name: str
+    address: str
+    endpoint: str
+    version: Version
+    claim: str  # what its card says about it, phrased as its claim
+    has_key: bool
+    last_problem: str | None
+    card_url: str = ""
+    home: Home = "public"  # the kind of network its address is on (guard.py)
+    created: float = 0.0
+
+    def to_public(self) -> dict[str, Any]:
+        """The API's outside agent: never a key."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "address": self.address,
+            "claim": self.claim,
+            "has_key": self.has_key,
+            "last_problem": self.last_problem,
+            "version": self.version,
+            "created": self.created,
+        }
+
+
+def _id(value: str) -> str:
+    if slug_of(value) != value or len(value) > 60:
+        raise ValueError("must be lowercase words joined by “-”")
+    return value
+
+
+def _name(value: str) -> str:
+    problem = name_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _web(value: str) -> str:
+    # Room for a pasted address of URL_LIMIT characters with the well-known path after it.
+    if len(value) > 2_100 or not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// address")
+    return value
+
+
+_Web = Annotated[str, pydantic.AfterValidator(_web)]
+
+
+class StoredOutside(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")  # a later Conch's fields survive
+
+    id: Annotated[str, pydantic.AfterValidator(_id)]
+    name: Annotated[str, pydantic.AfterValidator(_name)]
+    address: _Web
+    card_url: _Web
+    endpoint: _Web
+    version: Version
+    home: Home
+    claim: str = pydantic.Field(default="", max_length=1_000)
+    created: float
+    last_problem: str | None = pydantic.Field(default=None, max_length=1_000)
+
+
+class OutsideFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    version: Literal[1]
+    agents: list[StoredOutside] = []
+
+    @pydantic.model_validator(mode="after")
+    def _unique(self) -> OutsideFile:
+        for field in ("id", "name"):
+            seen = [getattr(a, field).casefold() for a in self.agents]
+            if len(set(seen)) != len(seen):
+                raise ValueError(f"two outside agents have the same {field} (ignoring case)")
+        return self
+
+
+def fit_name(text: str) -> str:
+    """`text` made into an agent name (letters, digits, spaces, "-", "_", "."), or ""."""
+    kept = "".join(
+        ch
+        if ch.isalpha() or ch.isdecimal() or ch in " -_." or unicodedata.category(ch)[0] == "M"
+        else " "
+        for ch in unicodedata.normalize("NFC", text)
+    )
+    words = " ".join(kept.split())
+    while words and not (words[0].isalpha() or words[0].isdecimal()):
+        words = words[1:]
+    name = words[:NAME_MAX].rstrip()
+    return name if name and name_problem(name) is None else ""
+
+
+def unique_name(name: str, taken: set[str], joiner: str = " ") -> str:
+    """`name`, or "name 2", "name 3"… — the first that is not taken, ignoring case."""
+    folded = {t.casefold() for t in taken}
+    candidate, n = name, 1
+    while candidate.casefold() in folded:
+        n += 1
+        candidate = f"{name[: NAME_MAX - len(str(n)) - 1].rstrip(' -')}{joiner}{n}"
+    return candidate
+
+
+class OutsideList:
+    """The file and the keys. Every call reads the file afresh (a hand edit is seen at once)."""
+
+    def __init__(self, path: Path, secrets: SealedFile) -> None:
+        self.path = path
+        self._secrets = secrets
+
+    def __repr__(self) -> str:
+        return f"OutsideList({str(self.path)!r})"
+
+    def list(self) -> builtins.list[OutsideAgent]:
+        keys = set(self._secrets.names())
+        fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {"has_key"}
+        return [
+            OutsideAgent(has_key=_secret(s.id) in keys, **{k: getattr(s, k) for k in fields})
+            for s in self.read().agents
+        ]
+
+    def get(self, outside_id: str) -> OutsideAgent:
+        for agent in self.list():
+            if agent.id == outside_id:
+                return agent
+        raise OutsideError("not_found", f"There is no outside agent with the id “{outside_id}”.")
+
+    def key(self, outside_id: str) -> str | None:
+        return self._secrets.get(_secret(outside_id))
+
+    def read(self) -> OutsideFile:
+        return read_json(self.path, OutsideFile) or OutsideFile(version=1)
+
+    def append(self, file: OutsideFile, stored: StoredOutside, key: str | None) -> None:
+        """Add `stored` to `file` (read just before, on this loop) and keep its key, or neither."""
+        file.agents.append(stored)
+        atomic_write_json(self.path, file)
+        try:
+            if key:
+                self._secrets.set(_secret(stored.id), key)
+            else:  # a key left under this id by an older agent must not be sent to this one
+                self._secrets.delete(_secret(stored.id))
+        except Exception:
+            file.agents.remove(stored)
+            atomic_write_json(self.path, file)
+            raise
+
+    def remove(self, outside_id: str) -> None:
+        file = self.read()
+        kept = [a for a in file.agents if a.id != outside_id]
+        if len(kept) == len(file.agents):
+            raise OutsideError(
+                "not_found", f"There is no outside agent with the id “{outside_id}”."
+            )
+        file.agents = kept
+        atomic_write_json(self.path, file)
+        # After the entry is gone: a key left behind by a failure here is never sent, because
+        # append() clears any key kept under the id it stores.
+        self._secrets.delete(_secret(outside_id))
+
+    def update(self, outside_id: str, **changes: Any) -> None:
+        """Change stored fields of one agent; the file is written only if something changed."""
+        file = self.read()
+        for i, stored in enumerate(file.agents):
+            if stored.id == outside_id:
+                new = StoredOutside.model_validate({**stored.model_dump(), **changes})
+                if new != stored:
+                    file.agents[i] = new
+                    atomic_write_json(self.path, file)
+                return
+
+
+def _secret(outside_id: str) -> str:
+    return f"outside:{outside_id}"

@@ -1,0 +1,86 @@
+"""The /outside API: outside agents (A2A agents elsewhere) as thin HTTP adapters.
+
+  GET    conch/api/outside            → {"outside": [OutsideAgent]}
+  POST   conch/api/outside {paste}    → 201 OutsideAgent (its card read; key kept sealed)
+  GET    conch/api/outside/{id}       → OutsideAgent
+  DELETE conch/api/outside/{id}       → 204 (the entry and its key)
+  POST   conch/api/outside/repair     → {"outside": [OutsideAgent]} ("Repair everything")
+
+An OutsideAgent is {id, name, address, claim, has_key, last_problem, version, created}: never a
+key. A paste Conch cannot read is 400; an address the guard refuses is 400 too (asking again will
+not help); an agent whose card cannot be read or used is 422, with the reason in words.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from pydantic import Field
+from tornado import web
+
+from ..a2a.outside import OutsideError
+from .bodies import Body
+from .handlers import ApiError, ConchHandler
+
+_STATUS = {"not_found": 404, "exists": 409, "invalid_paste": 400, "refused": 400}
+
+
+class PasteIn(Body):
+    paste: str = Field(min_length=1, max_length=10_000)
+
+
+def _api_error(error: OutsideError) -> ApiError:
+    return ApiError(_STATUS.get(error.code, 422), error.code, error.message)
+
+
+class OutsideListHandler(ConchHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply({"outside": [a.to_public() for a in self.conch.outside.list()]})
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body(PasteIn)
+        try:
+            agent = await self.conch.outside.add(body.paste)
+        except OutsideError as error:
+            raise _api_error(error) from None
+        self.reply(agent.to_public(), 201)
+
+
+class OutsideAgentHandler(ConchHandler):
+    @web.authenticated
+    @authorized
+    def get(self, outside_id: str) -> None:
+        try:
+            self.reply(self.conch.outside.get(outside_id).to_public())
+        except OutsideError as error:
+            raise _api_error(error) from None
+
+    @web.authenticated
+    @authorized
+    def delete(self, outside_id: str) -> None:
+        try:
+            self.conch.outside.remove(outside_id)
+        except OutsideError as error:
+            raise _api_error(error) from None
+        self.set_status(204)
+        self.finish()
+
+
+class OutsideRepairHandler(ConchHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        agents = await self.conch.outside.repair()
+        self.reply({"outside": [a.to_public() for a in agents]})
+
+
+def outside_routes() -> list[tuple[str, type[ConchHandler]]]:
+    """Before conch/api's catch-all; /repair before /{id}, whose ids never are "repair"."""
+    return [
+        (r"conch/api/outside", OutsideListHandler),
+        (r"conch/api/outside/repair", OutsideRepairHandler),
+        (r"conch/api/outside/(?P<outside_id>[^/]{1,100})", OutsideAgentHandler),
+    ]
