@@ -11,3 +11,10 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .server_ext.app import ConchApp
 
     return [{"module": "conch_jupyter", "app": ConchApp}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext conch_jupyter`: the %conch and %%conch magics."""
+    from .magic import load_ipython_extension as load
+
+    load(ipython)

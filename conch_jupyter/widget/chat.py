@@ -1,0 +1,208 @@
+"""ChatWidget: one chat, followed live from the kernel, and `this_chat()` for %conch.
+
+A task on the kernel's event loop follows the server's event stream (a snapshot, then messages,
+events, reply deltas and the round state) and keeps the traits up to date; the view draws them.
+The view's composer and Stop button come back as custom messages ("send", "stop"). If the stream
+drops (the server restarted, or this follower fell behind), it follows again from a new snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import traitlets
+
+from ..client import ConchClient, ConchClientError
+from ..render import render_markdown
+from .base import Action, ClientFactory, KernelWidget, running_loop
+from .timeline import ChatState, Item, build_items, live_item
+
+TITLE_LIMIT = 200
+NO_NOTEBOOK_TITLE = "Chat without a notebook"
+READY_WAIT = 5.0  # seconds a send waits for the live stream to be followed
+
+
+class ChatWidget(KernelWidget):
+    """A chat drawn live: replies stream in, rounds show as cards, Stop ends them."""
+
+    conversation_id = traitlets.Unicode("").tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+    items = traitlets.List(traitlets.Dict()).tag(sync=True)
+    live = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    round_running = traitlets.Bool(False).tag(sync=True)
+    mentions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    notice = traitlets.Unicode("").tag(sync=True)
+    problem = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self, conversation_id: str, *, client_factory: ClientFactory | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            client_factory=client_factory, view="chat", conversation_id=conversation_id, **kwargs
+        )
+        self._state = ChatState()
+        self._html: dict[str, tuple[str, str]] = {}
+        # Sends and stops go out in the order they were asked for, and a send waits until the
+        # follower has its snapshot, so the reply it starts streams here from its first word.
+        self._order = asyncio.Lock()
+        self._ready = asyncio.Event()
+        self._following = running_loop() is not None
+        self.spawn(self._follow() if self._following else self._load())
+
+    # --- what Python code can do ---
+
+    def post(self, text: str) -> None:
+        """Send a message to the chat, as the composer does (a problem shows in `problem`)."""
+        self.act(self._post({"text": text}))
+
+    def stop_round(self) -> None:
+        """End the running round at once, as the card's Stop does."""
+        self.act(self._stop({}))
+
+    async def settled(self, timeout: float = 120.0) -> None:
+        """Wait, without holding the kernel up, until the chat has answered everything."""
+        deadline = time.monotonic() + timeout
+        await self.acting()  # what was sent from here has reached the server
+        while True:
+            chat = await self.client().conversation(self.conversation_id)
+            if not chat["busy"]:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+        # Give the live stream a moment to bring the last items here too.
+        for _ in range(50):
+            if len(self._state.messages) >= len(chat["messages"]) and not self._state.live:
+                return
+            await asyncio.sleep(0.05)
+
+    # --- the view's messages ---
+
+    def actions(self) -> Mapping[str, Action]:
+        return {"send": self._post, "stop": self._stop, "refresh": self._refresh}
+
+    def say_problem(self, words: str) -> None:
+        self.problem = words
+
+    async def _post(self, content: dict[str, Any]) -> None:
+        text = str(content.get("text", ""))
+        if not text.strip():
+            return
+        async with self._order:
+            if self._following:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._ready.wait(), READY_WAIT)
+            rnd = self._state.round
+            try:
+                await self.client().send(self.conversation_id, text)
+            except ConchClientError as error:
+                self.problem = error.message
+                self.send({"type": "send.failed", "text": text})
+                return
+        self.problem = ""
+        if rnd and rnd.get("speaker"):
+            who = self._state.names.name(str(rnd["speaker"]))
+            self.notice = f"Your message ends the round once {who}'s reply is in."
+
+    async def _stop(self, _content: dict[str, Any]) -> None:
+        async with self._order:
+            stopped = await self.client().stop(self.conversation_id)
+        self.notice = "" if stopped else "No round is running."
+
+    async def _refresh(self, _content: dict[str, Any]) -> None:
+        await self._load()
+
+    # --- following the chat ---
+
+    async def _load(self) -> None:
+        chat = await self.client().conversation(self.conversation_id)
+        await self._learn_names()
+        self._take({"type": "snapshot", "conversation": chat})
+
+    async def _follow(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                async for item in self.client().follow(self.conversation_id):
+                    if item.get("type") == "snapshot":
+                        await self._learn_names()
+                        self.problem, delay = "", 0.5
+                    self._take(item)
+                    self._ready.set()
+            except ConchClientError as error:
+                if error.status == 404:
+                    self.problem = "This chat is no longer on the server."
+                    return
+                if error.code == "no_server" or (400 <= error.status < 500 and error.status != 429):
+                    self.problem = error.message
+                    return
+                self.problem = f"{error.message} Trying again…"
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+    async def _learn_names(self) -> None:
+        client, names = self.client(), self._state.names
+        names.ours = {a["id"]: a["name"] for a in await client.agents()}
+        try:
+            names.outside = {a["id"]: a["name"] for a in await client.outside()}
+        except ConchClientError:
+            names.outside = {}  # this server has no outside agents (yet)
+
+    def _take(self, item: Item) -> None:
+        changed = self._state.take(item)
+        if item.get("type") == "event" and item["event"].get("type") == "round.ended":
+            self.notice = ""
+        if changed == "live":
+            self.set_trait("live", live_item(self._state, self._render))
+        elif changed == "items":
+            with self.hold_sync():
+                self.items = build_items(self._state, self._render)
+                self.set_trait("live", live_item(self._state, self._render))
+                self.round_running = self._state.round is not None
+                self.mentions = self._state.names.mentions()
+                self.title = self._state.title.rsplit("/", 1)[-1]
+
+    def _render(self, message_id: str, text: str) -> str:
+        kept = self._html.get(message_id)
+        if kept is None or kept[0] != text:
+            kept = self._html[message_id] = (text, render_markdown(text))
+        return kept[1]
+
+
+# --- this notebook's chat ---------------------------------------------------------------------
+
+_CHATS: dict[str, ChatWidget] = {}
+
+
+def notebook_title(env: Mapping[str, str] | None = None) -> str:
+    """The title of this notebook's chat: the notebook's path (Jupyter tells the kernel)."""
+    env = os.environ if env is None else env
+    path = env.get("JPY_SESSION_NAME", "").strip()
+    return path[-TITLE_LIMIT:] if path else NO_NOTEBOOK_TITLE
+
+
+def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> str:
+    """The id of this notebook's chat on the server, made the first time it is asked for."""
+    title = notebook_title(env)
+    mine = [c for c in client.conversations() if c.get("title") == title]
+    if mine:
+        return str(max(mine, key=lambda c: float(c.get("created", 0)))["id"])
+    return str(client.create_conversation(title)["id"])
+
+
+def this_chat(client: ConchClient | None = None) -> ChatWidget:
+    """This notebook's chat widget: one per chat per kernel, shown again by each %conch."""
+    if client is None:
+        with ConchClient.from_environment() as own:
+            conversation_id = this_chat_id(own)
+    else:
+        conversation_id = this_chat_id(client)
+    widget = _CHATS.get(conversation_id)
+    if widget is None or widget.comm is None:  # never made, or closed since
+        widget = _CHATS[conversation_id] = ChatWidget(conversation_id)
+    return widget

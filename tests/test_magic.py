@@ -1,0 +1,315 @@
+"""%conch and %%conch in a real kernel that a real server started, and the chat widget's
+kernel side (it follows the server's live stream) seen through its traits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from jupyter_client.blocking import BlockingKernelClient
+
+from .jupyter_process import JupyterProcess
+
+pytestmark = pytest.mark.timeout(180)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# What the kernel prints about this notebook's chat widget: its latest round card and the rest.
+CHAT_STATE = """
+import json
+from conch_jupyter.widget import this_chat
+chat = this_chat()
+await chat.settled()
+cards = [i for i in chat.items if i["kind"] == "round"]
+print(json.dumps({
+    "title": chat.title,
+    "kinds": [i["kind"] for i in chat.items],
+    "card": cards[-1] if cards else None,
+    "cards": len(cards),
+    "handovers": [i["text"] for i in chat.items if i["kind"] == "handover"],
+    "mentions": chat.mentions,
+    "live": chat.live,
+    "problem": chat.problem,
+    "notice": chat.notice,
+}))
+"""
+
+
+# Waits (without holding the kernel up) until a new round has begun and its floor has changed
+# hands; then stops waiting.
+WAIT_FOR_A_HANDOVER = """
+import asyncio
+from conch_jupyter.widget import this_chat
+chat = this_chat()
+before = sum(i["kind"] == "round" for i in chat.items)
+for _ in range(500):
+    cards = [n for n, i in enumerate(chat.items) if i["kind"] == "round"]
+    if len(cards) > before and chat.round_running and any(
+        "handed over" in i.get("text", "") for i in chat.items[cards[-1]:]
+    ):
+        break
+    await asyncio.sleep(0.02)
+"""
+
+# Prints a widget trait once it has a value (the widget's sends run on the kernel's loop).
+PRINT_ONCE_SET = """
+for _ in range(500):
+    if getattr(chat, {name!r}):
+        break
+    await asyncio.sleep(0.02)
+print(getattr(chat, {name!r}))
+"""
+
+
+@dataclass
+class Ran:
+    stdout: str = ""
+    stderr: str = ""
+    widgets: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def json(self) -> Any:
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+
+class Kernel:
+    def __init__(self, client: BlockingKernelClient) -> None:
+        self.client = client
+
+    def run(self, code: str, timeout: float = 60) -> Ran:
+        ran = Ran()
+
+        def hook(message: dict[str, Any]) -> None:
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                if content["name"] == "stdout":
+                    ran.stdout += content["text"]
+                else:
+                    ran.stderr += content["text"]
+            elif kind == "display_data" and WIDGET_VIEW in content["data"]:
+                ran.widgets += 1
+            elif kind == "error":
+                ran.errors.append("\n".join(content["traceback"]))
+
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        if reply["content"]["status"] != "ok" and not ran.errors:
+            ran.errors.append(str(reply["content"]))
+        return ran
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
+    root = tmp_path_factory.mktemp("magic")
+    process = JupyterProcess(root / "data", root / "root", extra=("--ConchApp.offline_delay=0.01",))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def kernel(server: JupyterProcess) -> Iterator[Kernel]:
+    """A kernel started for a notebook session, as JupyterLab starts one."""
+    with server.client() as http:
+        session = http.post(
+            f"{server.url}api/sessions",
+            json={"path": "talk.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+        ).json()
+    kernel_id = session["kernel"]["id"]
+    connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel_id}.json"
+    client = BlockingKernelClient(connection_file=str(connection))
+    client.load_connection_file()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        ran = Kernel(client).run("%load_ext conch_jupyter")
+        assert not ran.errors, ran.errors
+        yield Kernel(client)
+    finally:
+        client.stop_channels()
+        with server.client() as http:
+            http.delete(f"{server.url}api/sessions/{session['id']}")
+
+
+def test_a_message_starts_a_round_that_the_widget_follows_live(kernel: Kernel) -> None:
+    ran = kernel.run("%conch @Researcher find options, @Writer draft it")
+    assert (ran.widgets, ran.errors, ran.stderr) == (1, [], "")
+    state = kernel.run(CHAT_STATE).json()
+    assert state["title"] == "talk.ipynb"  # this notebook's chat
+    assert state["kinds"][:3] == ["user", "round", "handover"]
+    card = state["card"]
+    assert card["state"] == "folded"
+    assert card["line"] == "Researcher and Writer took turns · 2 replies"
+    assert [f["name"] for f in card["faces"]] == ["Researcher", "Writer"]
+    assert card["passes"] == [[0, 1]]
+    assert state["handovers"] == ["Researcher's turn", "Writer's turn"]
+    assert state["mentions"][:2] == [
+        {"name": "Researcher", "outside": False},
+        {"name": "Writer", "outside": False},
+    ]
+    assert state["live"] is None
+    assert state["problem"] == ""
+
+
+def test_a_cell_message_hands_over_and_stop_ends_the_round(kernel: Kernel) -> None:
+    ran = kernel.run("%%conch\n@Researcher and @Writer, take turns on a plan for a rainy weekend.")
+    assert (ran.widgets, ran.errors) == (1, [])
+    ran = kernel.run(WAIT_FOR_A_HANDOVER + "%conch stop")
+    assert ran.stderr.strip() == "Stopped the round."
+    state = kernel.run(CHAT_STATE).json()
+    card = state["card"]
+    assert card["state"] == "folded"
+    assert card["line"].endswith("· ended: you stopped it")
+    assert "Researcher handed over to Writer" in state["handovers"]
+    assert kernel.run("%conch stop").stderr.strip() == "No round is running."
+
+
+def test_writing_while_a_round_runs_ends_it_and_says_so(kernel: Kernel) -> None:
+    ran = kernel.run(
+        "%conch @Writer and @Researcher, discuss it once more.\n"
+        + WAIT_FOR_A_HANDOVER
+        + "%conch Thanks, that is enough."
+    )
+    assert not ran.errors
+    ran = kernel.run(PRINT_ONCE_SET.format(name="notice"))
+    assert ran.stdout.strip().startswith("Your message ends the round once ")
+    assert ran.stdout.strip().endswith("'s reply is in.")
+    state = kernel.run(CHAT_STATE).json()
+    assert state["card"]["line"].endswith("· ended: you wrote")
+    assert state["kinds"][-1] in ("agent", "note")  # the last message was answered too
+
+
+def test_the_view_messages_go_through_one_dispatcher(kernel: Kernel) -> None:
+    code = (
+        "from conch_jupyter.widget import this_chat\n"
+        "chat = this_chat()\n"
+        "chat._on_view_message(chat, {'type': 'no such thing'}, [])\n"
+        "chat._on_view_message(chat, {'type': 'send', 'text': '@Writer one line, please'}, [])\n"
+        "await chat.settled()\n"
+        "print(chat.items[-1]['kind'], chat.items[-1].get('name'))"
+    )
+    ran = kernel.run(code)
+    assert not ran.errors, ran.errors
+    assert ran.stdout.strip().splitlines()[-1] == "agent Writer"
+
+
+def test_settings_widgets_show_and_say_what_the_server_lacks(kernel: Kernel) -> None:
+    for command in ("agents", "outside", "pairings"):
+        ran = kernel.run(f"%conch {command}")
+        assert (ran.widgets, ran.errors, ran.stderr) == (1, [], ""), command
+    code = (
+        "import asyncio, json\n"
+        "from ipywidgets import Widget\n"
+        "from conch_jupyter.widget import SettingsWidget\n"
+        "shown = [w for w in list(Widget.widgets.values()) if isinstance(w, SettingsWidget)]\n"
+        "w = shown[-1]\n"
+        "await w.acting()\n"
+        "print(json.dumps({'section': w.section, 'agents': [a['name'] for a in w.agents],\n"
+        "  'outside': w.outside, 'pairings': w.pairings, 'unavailable': w.unavailable,\n"
+        "  'problem': w.problem}))"
+    )
+    state = kernel.run(code).json()
+    assert state["section"] == "pairings"
+    assert state["agents"] == ["Researcher", "Writer"]
+    assert not any(state["problem"].values())
+    # Outside agents and pairings may not have landed on this server yet: then it says so.
+    if state["outside"] is None:
+        assert state["unavailable"]["outside"] == "Outside agents are not available on this server."
+    if state["pairings"] is None:
+        assert state["unavailable"]["pairings"].endswith("not available on this server.")
+
+
+def test_user_mistakes_are_said_in_words_not_tracebacks(kernel: Kernel) -> None:
+    ran = kernel.run("%%conch\n   \n")
+    assert ran.stderr.strip() == "Write the message in the cell, below %%conch."
+    assert not ran.errors
+    # The server refuses it: the chat says why, as it would for the composer.
+    ran = kernel.run("%conch " + "x" * 17_000 + "\n" + PRINT_ONCE_SET.format(name="problem"))
+    assert (ran.errors, ran.stderr) == ([], "")
+    assert ran.stdout.strip() == "text: String should have at most 16000 characters."
+
+
+def test_without_a_server_the_magic_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.delenv("JPY_PARENT_PID", raising=False)
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "conch_jupyter")
+        shell.run_line_magic("conch", "")
+        shell.run_line_magic("conch", "stop")
+        shell.run_line_magic("conch", "@Writer hello")
+    finally:
+        InteractiveShell.clear_instance()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3
+    assert all(line.startswith("No Jupyter server with Conch was found") for line in err)
+
+
+def test_the_extension_entry_point_is_the_package() -> None:
+    import conch_jupyter
+
+    assert callable(conch_jupyter.load_ipython_extension)
+    assert Path(conch_jupyter.__file__).parent.joinpath("widget", "static", "widget.js").exists()
+
+
+SETTINGS_ROUND_TRIP = """
+import json
+from conch_jupyter.widget import SettingsWidget
+w = SettingsWidget("agents")
+shown = []
+w.send = lambda content, buffers=None: shown.append(content)
+async def act(**content):
+    w._on_view_message(w, content, [])
+    await w.acting()
+await act()
+agent = {"name": "Critic", "persona": "Finds holes.", "provider": {"kind": "offline"}}
+await act(type="agent.save", id=None, agent=agent)
+await act(type="agent.save", id="critic", agent={"persona": "Finds the holes."})
+after_edit = [a["persona"] for a in w.agents if a["id"] == "critic"]
+await act(type="agent.save", id=None, agent={"name": "Writer"})
+taken = w.problem["agents"]
+await act(type="agent.remove", id="critic")
+names = [a["name"] for a in w.agents]
+w.section = "outside"
+await act(type="outside.add", paste="not an address")
+outside_problem = w.problem.get("outside")
+w.section = "pairings"
+await act(type="pairing.add", agents=["writer"], remote=False)
+made = [m for m in shown if m.get("type") == "pairing.created"]
+pairing = made[0]["id"] if made else None
+if pairing:
+    await act(type="pairing.said", id=pairing)
+said = w.said
+traits = json.dumps({k: getattr(w, k) for k in ("agents", "outside", "pairings", "said")})
+key_in_traits = bool(made) and made[0]["key"] in traits
+if pairing:
+    await act(type="pairing.remove", id=pairing)
+print(json.dumps({
+    "after_edit": after_edit, "taken": taken, "names": names, "outside_problem": outside_problem,
+    "made": [sorted(m) for m in made], "said": said, "key_in_traits": key_in_traits,
+    "pairings": w.pairings, "done": [m for m in shown if m.get("type") == "done"][:2],
+}))
+"""
+
+
+def test_settings_actions_reach_the_server_and_come_back(kernel: Kernel) -> None:
+    state = kernel.run(SETTINGS_ROUND_TRIP).json()
+    assert state["after_edit"] == ["Finds the holes."]
+    assert "Writer" in state["taken"]  # a name already taken, in words
+    assert state["names"] == ["Researcher", "Writer"]
+    assert state["done"] == [
+        {"type": "done", "action": "agent.save", "ok": True, "words": ""},
+        {"type": "done", "action": "agent.save", "ok": True, "words": ""},
+    ]
+    if state["pairings"] is None:  # the door has not landed on this server yet
+        return
+    assert state["outside_problem"]  # a paste Conch cannot read, said in words
+    assert state["made"] == [["address", "agents", "id", "key", "note", "paste", "remote", "type"]]
+    assert state["key_in_traits"] is False  # shown once, never kept in the widget's state
+    assert state["said"]["note"] == "It has not said anything yet."
+    assert state["pairings"] == []
