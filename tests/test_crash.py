@@ -10,12 +10,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from .jupyter_process import JupyterProcess
+from .jupyter_process import JupyterProcess, until
 from .scripted_models import Reply, ScriptedModels
 
 pytestmark = pytest.mark.timeout(240)
@@ -28,16 +27,6 @@ def server(tmp_path: Path) -> Iterator[JupyterProcess]:
         yield process
     finally:
         process.stop()
-
-
-def until(check: Any, timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def assert_data_whole(data_dir: Path) -> None:

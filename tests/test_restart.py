@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .jupyter_process import JupyterProcess
+from .jupyter_process import JupyterProcess, until
 from .scripted_models import Reply, ScriptedModels
 
 pytestmark = pytest.mark.timeout(180)
@@ -22,16 +22,6 @@ def server(tmp_path: Path) -> Iterator[JupyterProcess]:
         yield process
     finally:
         process.stop()
-
-
-def until(check: Any, timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.parametrize("how", ["kill", "stop"])

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .jupyter_process import JupyterProcess
+from .jupyter_process import JupyterProcess, until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -25,16 +23,6 @@ def servers(tmp_path: Path) -> Iterator[tuple[JupyterProcess, JupyterProcess]]:
     finally:
         home.stop()
         away.stop()
-
-
-def until(check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_a_paired_agent_answers_another_server(
