@@ -43,7 +43,8 @@ from .rounds import (
     TurnRefused,
     UserWrote,
 )
-from .store import Conversation, Message, Store, month_start
+from .spend import Budget, record_spend, turn_refusal
+from .store import Conversation, Message, Store
 from .talk import ROUND_END_WORDS, end_words, mentions_in, outside_refused_note, turn_note
 
 log = logging.getLogger(__name__)
@@ -63,14 +64,6 @@ OUTSIDE_STATE_WORDS = {
     "TASK_STATE_REJECTED": "{name} turned the request down.",
     "TASK_STATE_CANCELED": "{name}'s task was canceled.",
 }
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The chat's own spending limit and the monthly budget, on top of the round's $1."""
-
-    chat_limit_usd: float | None = 5.0
-    monthly_budget_usd: float | None = 50.0
 
 
 @dataclass
@@ -253,7 +246,7 @@ class RoundService:
         rnd = chat.round
         assert rnd is not None
         agent = room.agent(turn.agent)
-        refusal = self._budget_refusal(chat.id, agent)
+        refusal = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
         if refusal:
             return rnd.handle(TurnRefused(agent.name, refusal))
         place = None
@@ -298,7 +291,7 @@ class RoundService:
             chat.reply = None
         text = "".join(parts)
         self._keep_reply(chat.id, reply_id, agent, parts, place)
-        cost = self._record_spend(chat.id, agent, usage)
+        cost = record_spend(self.store, agent, usage, conversation_id=chat.id)
         if rnd.ended is not None:  # stopped after the last chunk
             return rnd.ended
         if cost:
@@ -382,43 +375,6 @@ class RoundService:
         )
         self.store.set_agent(conversation_id, agent.id)
         self._publish_message(message)
-
-    def _record_spend(self, conversation_id: str, agent: Agent, usage: Usage | None) -> float:
-        if usage is None or agent.price is None:
-            return 0.0
-        cost = agent.price.cost(usage)
-        self.store.add_spend(
-            cost,
-            conversation_id=conversation_id,
-            agent=agent.id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-        )
-        return cost
-
-    def _budget_refusal(self, conversation_id: str, agent: Agent) -> str | None:
-        """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead.
-
-        Only metered agents (with a price) are held back: a turn that costs nothing can't
-        overspend, so the offline default and unpriced local models always answer.
-        """
-        if agent.price is None:
-            return None
-        limit = self.budget.chat_limit_usd
-        if limit is not None and (spent := self.store.spent(conversation_id)) >= limit:
-            return (
-                f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
-                "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
-            )
-        budget = self.budget.monthly_budget_usd
-        if budget is not None:
-            spent = self.store.spent_since(month_start(self.clock()))
-            if spent >= budget:
-                return (
-                    f"This month's spending has reached ${spent:.2f} of the ${budget:.2f} budget, "
-                    f"so {agent.name} did not answer. Raise c.ConchApp.monthly_budget_usd to go on."
-                )
-        return None
 
     def _finish(self, chat: _Chat, end: End) -> None:
         if end.reason == "outside":

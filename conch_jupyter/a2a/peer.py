@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 
 from ..agents import Agent, AgentStore
-from ..service import Budget
-from ..store import Conversation, Store, month_start
+from ..spend import Budget, month_spent_over
+from ..store import Conversation, Store
 from ..talk import clean_text
 from .door import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
 from .door_calls import Call, Refusal, list_json, list_query, message_words, task_json
@@ -222,9 +222,7 @@ class PeerService:
                 "again tomorrow (days start at midnight UTC).",
                 reason="DAILY_LIMIT",
             )
-        budget = self.budget.monthly_budget_usd
-        metered = agent.price is not None and budget is not None
-        if metered and self.store.spent_since(month_start(now)) >= (budget or 0.0):
+        if month_spent_over(self.store, self.budget, agent, now) is not None:
             raise Refusal(
                 ErrorCode.LIMIT_REACHED,
                 f"{agent.name} cannot take more messages this month: try again later.",

@@ -20,6 +20,7 @@ from ..agents import Agent, AgentStore
 from ..history import Said, history_turns
 from ..providers import make_provider, stream_reply
 from ..providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from ..spend import record_spend
 from ..store import Conversation, Store
 from ..talk import clean_text
 from .pairing import Pairing
@@ -126,15 +127,7 @@ class PeerTurn:
                 self._end(parts, "The server stopped during the answer.")
             raise
         self._keep(parts)
-        if usage is not None and agent.price is not None:
-            self.store.add_spend(
-                agent.price.cost(usage),
-                conversation_id=chat.id,
-                agent=agent.id,
-                payer=pairing.id,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-            )
+        record_spend(self.store, agent, usage, conversation_id=chat.id, payer=pairing.id)
         reply = "".join(parts)
         if reply.strip():
             self.store.finish_door_task(task_id, "TASK_STATE_COMPLETED", reply=reply)

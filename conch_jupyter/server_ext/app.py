@@ -27,7 +27,8 @@ from ..files import ensure_private_dir
 from ..hub import Hub
 from ..providers import detect_default_provider
 from ..sealed import SealedFile
-from ..service import Budget, RoundService
+from ..service import RoundService
+from ..spend import Budget
 from ..store import Store
 from .handlers import handlers
 from .services import ConchServices

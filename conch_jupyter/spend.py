@@ -1,0 +1,76 @@
+"""Metered spend: what a reply cost, and whether the chat's limit or the month's budget refuses
+the next one. One place for both the round driver and the door's peer answers.
+
+Only metered agents (with a price) are held back: a turn that costs nothing cannot overspend, so
+the offline default and unpriced local models always answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .agents import Agent
+from .providers.base import Usage
+from .store import Store, month_start
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The chat's own spending limit and the monthly budget, on top of the round's $1."""
+
+    chat_limit_usd: float | None = 5.0
+    monthly_budget_usd: float | None = 50.0
+
+
+def record_spend(
+    store: Store,
+    agent: Agent,
+    usage: Usage | None,
+    *,
+    conversation_id: str,
+    payer: str | None = None,
+) -> float:
+    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it."""
+    if usage is None or agent.price is None:
+        return 0.0
+    cost = agent.price.cost(usage)
+    store.add_spend(
+        cost,
+        conversation_id=conversation_id,
+        agent=agent.id,
+        payer=payer,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+    )
+    return cost
+
+
+def month_spent_over(store: Store, budget: Budget, agent: Agent, now: float) -> float | None:
+    """This month's spend when it has reached the budget and `agent` is metered; else None."""
+    limit = budget.monthly_budget_usd
+    if agent.price is None or limit is None:
+        return None
+    spent = store.spent_since(month_start(now))
+    return spent if spent >= limit else None
+
+
+def turn_refusal(
+    store: Store, budget: Budget, agent: Agent, conversation_id: str, now: float
+) -> str | None:
+    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead."""
+    if agent.price is None:
+        return None
+    limit = budget.chat_limit_usd
+    if limit is not None and (spent := store.spent(conversation_id)) >= limit:
+        return (
+            f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
+            "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
+        )
+    month = month_spent_over(store, budget, agent, now)
+    if month is not None:
+        return (
+            f"This month's spending has reached ${month:.2f} of the "
+            f"${budget.monthly_budget_usd:.2f} budget, so {agent.name} did not answer. "
+            "Raise c.ConchApp.monthly_budget_usd to go on."
+        )
+    return None
