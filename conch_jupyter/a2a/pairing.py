@@ -134,7 +134,8 @@ class PairingStore:
 
     def door_keys(self) -> builtins.list[tuple[str, str, bool]]:
         """(pairing id, key hash, marked remote) for every pairing: what the door checks."""
-        return [(p.id, p.key_sha256, p.remote) for p in self._read().pairings]
+        # Read-only, so the cached file itself will do: no copy on every request at the door.
+        return [(p.id, p.key_sha256, p.remote) for p in self._current().pairings]
 
     def create(
         self,
@@ -179,13 +180,17 @@ class PairingStore:
         file.pairings = kept
         self._write(file)
 
-    def _read(self) -> PairingsFile:
+    def _current(self) -> PairingsFile:
+        """The file as it is on disk now (cached while unchanged); never to be changed."""
         stamp = _stamp(self.path)
         if self._cache is None or self._cache[0] != stamp:
             file = read_json(self.path, PairingsFile) or PairingsFile(version=1)
             self._cache = (stamp, file)
+        return self._cache[1]
+
+    def _read(self) -> PairingsFile:
         # A copy: a caller that changes it must go through _write.
-        return self._cache[1].model_copy(deep=True)
+        return self._current().model_copy(deep=True)
 
     def _write(self, file: PairingsFile) -> None:
         atomic_write_json(self.path, file)

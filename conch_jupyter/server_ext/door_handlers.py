@@ -82,6 +82,7 @@ class DoorHandler(APIHandler):
     def initialize(self) -> None:
         self._body = bytearray()
         self._too_large = False
+        self._prepared = False
 
     @property
     def conch(self) -> ConchServices:
@@ -110,6 +111,7 @@ class DoorHandler(APIHandler):
                 await asyncio.sleep(verdict.delay)  # slower answers, as for sign-ins
             raise DoorError(verdict)
         self.pairing = self.conch.pairings.get(verdict)
+        self._prepared = True
 
     def data_received(self, chunk: bytes) -> None:
         if len(self._body) + len(chunk) > MAX_BODY_BYTES:
@@ -152,6 +154,10 @@ class DoorHandler(APIHandler):
             )
         if denied.retry_after is not None:
             self.set_header("Retry-After", str(denied.retry_after))
+        if not self._prepared:
+            # Turned away before the body was read: tornado will drop the connection after
+            # this answer, so say so, or a client reusing it gets a reset instead of the words.
+            self.set_header("Connection", "close")
         self.set_status(denied.status)
         self.answer({"error": {"code": denied.code, "message": denied.words}})
 
