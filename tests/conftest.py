@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,6 +15,25 @@ import pytest
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 Api = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run the tests marked slow (the full load suites); CONCH_SLOW=1 does the same",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The README's test command runs the short version of each long suite; the full ones wait
+    # to be asked for, so the whole suite stays within minutes on a small machine.
+    if config.getoption("--run-slow") or os.environ.get("CONCH_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow or CONCH_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)
