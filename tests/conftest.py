@@ -6,11 +6,13 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .scripted_models import ScriptedModels
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -41,6 +43,13 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests never reach a hosted model: no key from the machine may leak in.
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def models() -> Iterator[ScriptedModels]:
+    """A scripted model server on loopback (OpenAI and Anthropic wire formats)."""
+    with ScriptedModels() as scripted:
+        yield scripted
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,12 +15,6 @@ from .conftest import Api, settled
 from .scripted_models import Reply, ScriptedModels
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    with ScriptedModels() as scripted:
-        yield scripted
 
 
 async def agent_on(

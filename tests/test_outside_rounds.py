@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,12 +21,6 @@ from .scripted_models import Reply, ScriptedModels
 pytestmark = pytest.mark.timeout(90)
 
 SPEAKER = re.compile(r"^You are (.+?)\.", re.M)
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    with ScriptedModels() as scripted:
-        yield scripted
 
 
 async def add_outside(api: Api, peer: Peer) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -72,12 +72,6 @@ def answer(
 
     asyncio.run(main())
     return out
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    with ScriptedModels() as scripted:
-        yield scripted
 
 
 def openai(models: ScriptedModels, model: str = "gpt-test") -> ProviderConfig:

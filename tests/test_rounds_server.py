@@ -7,7 +7,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,12 +18,6 @@ from .scripted_models import Reply, ScriptedModels
 pytestmark = pytest.mark.timeout(90)
 
 SPEAKER = re.compile(r"^You are (.+?)\.", re.M)
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    with ScriptedModels() as scripted:
-        yield scripted
 
 
 def speaker_of(body: dict[str, Any]) -> str:
