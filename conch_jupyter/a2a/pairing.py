@@ -127,7 +127,7 @@ class PairingStore:
         return [_pairing(p) for p in self._read().pairings]
 
     def get(self, pairing_id: str) -> Pairing:
-        for stored in self._read().pairings:
+        for stored in self._current().pairings:
             if stored.id == pairing_id:
                 return _pairing(stored)
         raise PairingError("not_found", "There is no such pairing.")

@@ -245,13 +245,20 @@ class EventsHandler(ConchHandler):
                         continue
                     if item is None:
                         break
-                    await self._send(item)
+                    # Whatever else is queued already goes in the same write and flush.
+                    items: list[dict[str, Any] | None] = [item]
+                    while not queue.empty() and items[-1] is not None:
+                        items.append(queue.get_nowait())
+                    await self._send(*[i for i in items if i is not None])
+                    if items[-1] is None:
+                        break
             except StreamClosedError:
                 return
         self.finish()
 
-    async def _send(self, item: dict[str, Any]) -> None:
-        self.write(f"event: {item['type']}\ndata: {json.dumps(item)}\n\n")
+    async def _send(self, *items: dict[str, Any]) -> None:
+        for item in items:
+            self.write(f"event: {item['type']}\ndata: {json.dumps(item)}\n\n")
         await self.flush()
 
 
