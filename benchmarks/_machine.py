@@ -1,6 +1,7 @@
-"""What both benchmarks share: the line that names the machine, and the summary of samples.
+"""What every benchmark shares: the lines that name the machine and the code measured, the
+summary of samples, and a process's CPU time.
 
-One place for both, so every number printed by a benchmark comes with the same machine line and
+One place for all, so every number printed by a benchmark comes with the same machine line and
 the same percentile rule. Samples are integers in nanoseconds (`time.perf_counter_ns`).
 """
 
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import os
 import platform
+import sqlite3
 import statistics
+import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +39,73 @@ def machine_line() -> str:
     )
 
 
+def code_line() -> str:
+    """e.g. "code: 6289105 (+ uncommitted changes to conch_jupyter/)": what was measured."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", "conch_jupyter"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "code: unknown (no git)"
+    return f"code: {head}" + (" (+ uncommitted changes to conch_jupyter/)" if changed else "")
+
+
 def load_line() -> str:
     """The load averages now: on a shared machine, what the numbers were measured against."""
     if not hasattr(os, "getloadavg"):
         return "load: unknown"
     one, five, fifteen = os.getloadavg()
     return f"load average: {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def disk_line(folder: Path, commits: int = 40) -> str:
+    """How long a small SQLite commit takes in `folder`, set up as Conch's store is (WAL,
+    synchronous=FULL, so every commit waits for fsync): on a shared disk this moves by 10x."""
+    path = folder / "disk-probe.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE probe (text TEXT)")
+        took = []
+        for _ in range(commits):
+            start = time.perf_counter_ns()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO probe VALUES (?)", ("x" * 300,))
+            db.execute("COMMIT")
+            took.append(time.perf_counter_ns() - start)
+    finally:
+        db.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    stats = summarize(took)
+    return (
+        f"disk: a SQLite commit (WAL, synchronous=FULL) median {stats.median / 1e6:.2f} ms, "
+        f"p90 {stats.p90 / 1e6:.2f} ms"
+    )
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time (user + system, all threads) a process has used so far, in ns; Linux only.
+
+    From /proc/<pid>/stat, in clock ticks (10 ms each, usually): fine over a phase of seconds.
+    """
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (name) ": state is fields[0]
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime: the 14th and 15th fields
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)

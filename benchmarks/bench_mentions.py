@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # benchmarks/ is on sys.path: it is the running script's folder.
-from _machine import load_line, machine_line, summarize
+from _machine import code_line, load_line, machine_line, summarize
 
 from conch_jupyter import talk
 from conch_jupyter.talk import mentions_in
@@ -211,6 +211,7 @@ def main() -> None:
 
     print("mentions_in: 16,000-character message, 50 agents")
     print(f"machine: {machine_line()}")
+    print(code_line())
     print(f"date: {time.strftime('%Y-%m-%d')}   {load_line()}")
     print()
     print("what each finds in the realistic message:")

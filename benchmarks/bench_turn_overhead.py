@@ -8,12 +8,13 @@ follower of the chat's event stream, building the next request (history, system 
 agent's sealed key) and a new connection to the model (the scripted server closes each one
 after its reply, as `connection: close` says; a hosted API would keep it alive).
 
-Set-up: a real Jupyter server in a subprocess with Conch enabled and its data in a temporary
-folder; three agents on a scripted OpenAI-compatible server (tests/scripted_models.py) that hand
-on in a cycle, Ann "@Bob", Bob "@Cat", Cat "@Ann", so every round is 8 replies and ends at the
-reply limit; rounds started one after another over HTTP in one chat, while a second client
-follows the chat's server-sent events. Only gaps inside a round count (7 per round): the time
-between rounds is this script's own HTTP round trip. The first rounds are warm-up.
+Set-up: a real Jupyter server in a subprocess (the tests' JupyterProcess, see _jupyter.py) with
+Conch enabled and its data in a temporary folder; three agents on a scripted OpenAI-compatible
+server (tests/scripted_models.py) that hand on in a cycle, Ann "@Bob", Bob "@Cat", Cat "@Ann", so
+every round is 8 replies and ends at the reply limit; rounds started one after another over HTTP
+in one chat, while a second client follows the chat's server-sent events. Only gaps inside a
+round count (7 per round): the time between rounds is this script's own HTTP round trip. The
+first rounds are warm-up.
 
 Side by side: the pure engine (rounds.Round) driven through the same rounds with no I/O, timing
 `handle(ReplyEnded(...))` to the next Speak decision, so the ratio shows what storage, HTTP and
@@ -29,33 +30,25 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import re
-import secrets
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from asyncio import StreamReader, StreamWriter
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-# benchmarks/ is on sys.path: it is the running script's folder.
-from _machine import load_line, machine_line, summarize
+# benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
+# repository there, for the server and the scripted model server, which live with the tests.
+from _jupyter import api_client, checked, conch_server, sse_events
+from _machine import code_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # for the scripted model server, which lives with the tests
-
-from tests.scripted_models import RecordedRequest, Reply, ScriptedModels  # noqa: E402
+from tests.jupyter_process import JupyterProcess
+from tests.scripted_models import RecordedRequest, Reply, ScriptedModels
 
 AGENTS = ("Ann", "Bob", "Cat")
 # Short replies that hand on, a few words each: every word is a delta fanned out to the follower.
@@ -66,8 +59,6 @@ REPLIES = {
 }
 REPLIES_PER_ROUND = 8
 SPEAKER = re.compile(r"^You are (.+?)\.", re.M)
-# Keys that would make the server reach a hosted model; none may leak into the subprocess.
-PROVIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
 
 
 # --- the model server, with a clock ---------------------------------------------------------
@@ -126,83 +117,7 @@ def respond(body: Any) -> Reply:
     return Reply(text=REPLIES[found.group(1)])
 
 
-# --- the Jupyter server ---------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def jupyter_server(root: Path, token: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A Jupyter server with Conch, its data and runtime files in `root`; yields its URL."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
-    env["JUPYTER_RUNTIME_DIR"] = str(root / "runtime")  # its server-info files stay in root
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        f"--port={port}",
-        "--ServerApp.port_retries=0",
-        "--ip=127.0.0.1",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.open_browser=False",
-        "--no-browser",
-        "--allow-root",  # containers often run as root; the server is on loopback only
-        f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'conch_jupyter': True}",
-        f"--ConchApp.data_dir={root / 'conch'}",
-        "--ConchApp.offline_delay=0",
-    ]
-    log_path = root / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        _wait_until_up(url, token, process, log_path)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)  # Jupyter's clean shutdown
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-
-
-def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the Jupyter server exited early:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.TransportError):
-            status = httpx.get(f"{url}api/status", headers=_auth(token), timeout=2)
-            if status.status_code == 200:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"the Jupyter server did not start in 60 s:\n{log.read_text()[-3000:]}")
-
-
-def _auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"token {token}"}
-
-
 # --- driving rounds over HTTP ---------------------------------------------------------------
-
-
-async def _checked(response: httpx.Response, status: int) -> Any:
-    if response.status_code != status:
-        raise RuntimeError(
-            f"{response.request.url} answered {response.status_code}: {response.text}"
-        )
-    return response.json() if response.content else None
 
 
 async def make_agents(api: httpx.AsyncClient, models: ScriptedModels) -> None:
@@ -220,7 +135,7 @@ async def make_agents(api: httpx.AsyncClient, models: ScriptedModels) -> None:
                 "api_key": "sk-bench",
             },
         }
-        await _checked(await api.post("agents", json=body), 201)
+        await checked(await api.post("agents", json=body), 201)
 
 
 class Follower:
@@ -237,26 +152,14 @@ class Follower:
         async with self.client.stream("GET", f"conversations/{self.chat_id}/events") as response:
             if response.status_code != 200:
                 raise RuntimeError(f"the event stream answered {response.status_code}")
-            async for kind, data in _sse(response.aiter_lines()):
+            async for kind, raw in sse_events(response.aiter_lines()):
                 self.items[kind] = self.items.get(kind, 0) + 1
                 if kind == "snapshot":
                     self.ready.set()
-                elif kind == "event" and data["event"]["type"] == "round.ended":
-                    self.ends.put_nowait(data["event"])
-
-
-async def _sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, parsed data) from a server-sent-event stream; enough for Conch's."""
-    kind, data = "message", ""
-    async for line in lines:
-        if not line:
-            if data:
-                yield kind, json.loads(data)
-            kind, data = "message", ""
-        elif line.startswith("event:"):
-            kind = line[6:].strip()
-        elif line.startswith("data:"):
-            data += line[5:].strip()
+                elif kind == "event":
+                    event = json.loads(raw)["event"]
+                    if event["type"] == "round.ended":
+                        self.ends.put_nowait(event)
 
 
 async def _round_end_without_follower(
@@ -268,7 +171,7 @@ async def _round_end_without_follower(
         # Polled only once the last reply is out, so the measured gaps see no extra requests.
         done = sum(1 for e in models.exchanges() if e.round == number)
         if done >= REPLIES_PER_ROUND:
-            chat = await _checked(await api.get(f"conversations/{chat_id}"), 200)
+            chat = await checked(await api.get(f"conversations/{chat_id}"), 200)
             if not chat["busy"]:
                 ends = [e for e in chat["events"] if e["type"] == "round.ended"]
                 return dict(ends[-1])
@@ -287,24 +190,18 @@ class ServerRun:
 
 
 async def drive(
-    url: str, token: str, models: TimedModels, rounds: int, warmup: int, followers: int = 1
+    server: JupyterProcess, models: TimedModels, rounds: int, warmup: int, followers: int = 1
 ) -> ServerRun:
-    headers = _auth(token)
-    timeout = httpx.Timeout(30.0)
     follow = httpx.Timeout(30.0, read=None)  # an event stream is quiet between rounds
     async with contextlib.AsyncExitStack() as stack:
-        api = await stack.enter_async_context(
-            httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=timeout)
-        )
+        api = await stack.enter_async_context(api_client(server))
         await make_agents(api, models)
-        chat = await _checked(await api.post("conversations", json={"title": "bench"}), 201)
+        chat = await checked(await api.post("conversations", json={"title": "bench"}), 201)
         chat_id = chat["id"]
         watching: list[Follower] = []
         tasks: list[asyncio.Task[None]] = []
         for _ in range(followers):  # each its own client and connection, like a second tab
-            client = await stack.enter_async_context(
-                httpx.AsyncClient(base_url=f"{url}conch/api/", headers=headers, timeout=follow)
-            )
+            client = await stack.enter_async_context(api_client(server, timeout=follow))
             watching.append(Follower(client, chat_id))
             tasks.append(asyncio.create_task(watching[-1].run()))
         await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in watching)), 10)
@@ -312,7 +209,7 @@ async def drive(
         for number in range(warmup + rounds):
             models.round = number
             text = {"text": "@Ann go round the table"}
-            await _checked(await api.post(f"conversations/{chat_id}/messages", json=text), 202)
+            await checked(await api.post(f"conversations/{chat_id}/messages", json=text), 202)
             if watching:
                 end = await asyncio.wait_for(watching[0].ends.get(), 30)
             else:
@@ -372,30 +269,30 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    token = secrets.token_hex(16)
     load_at_start = load_line()
     models = TimedModels()
     with (
         tempfile.TemporaryDirectory(prefix="conch-bench-") as tmp,
         models,
-        jupyter_server(Path(tmp), token) as (url, _),
+        conch_server(Path(tmp)) as server,
     ):
         models.responder = respond
-        run = asyncio.run(drive(url, token, models, args.rounds, args.warmup, args.followers))
+        run = asyncio.run(drive(server, models, args.rounds, args.warmup, args.followers))
     engine = engine_gaps(rounds=20_000, warmup=500)
 
-    server, alone = summarize(run.gaps), summarize(engine)
+    gap, alone = summarize(run.gaps), summarize(engine)
     connect = summarize(run.connects)
     print("Per-turn overhead, instant model: reply N's last byte → request N+1 at the model")
     print(f"machine: {machine_line()}")
+    print(code_line())
     print(f"date: {time.strftime('%Y-%m-%d')}   {load_at_start}")
     print()
     print(
         f"Jupyter server + SQLite (synchronous=FULL) + {run.followers} event-stream follower(s): "
         f"{run.rounds} rounds of {REPLIES_PER_ROUND} replies in {run.seconds:.1f} s, "
-        f"{server.count} turns measured"
+        f"{gap.count} turns measured"
     )
-    print(f"  gap                         {server.ms()}")
+    print(f"  gap                         {gap.ms()}")
     print(f"  of it, accepted → request   {connect.ms()}")
     if run.follower_items:
         items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
@@ -403,7 +300,7 @@ def main() -> None:
     print(f"pure engine (rounds.Round, no I/O): {alone.count} turns measured")
     print(f"  gap                         {alone.ms()}")
     print()
-    print(f"ratio of medians, server / engine alone: {server.median / alone.median:,.0f}x")
+    print(f"ratio of medians, server / engine alone: {gap.median / alone.median:,.0f}x")
 
 
 if __name__ == "__main__":
