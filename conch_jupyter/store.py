@@ -18,116 +18,47 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from conch_jupyter.files import StoreError, ensure_private_dir
 
+from .rows import (
+    Conversation,
+    DoorTask,
+    Event,
+    Message,
+    Origin,
+    Role,
+    Spend,
+    decode_json,
+    encode_json,
+    month_start,
+)
+from .store_schema import _MIGRATIONS, SCHEMA_VERSION
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Conversation",
+    "DoorTask",
+    "Event",
+    "Message",
+    "NotFound",
+    "Origin",
+    "Role",
+    "Spend",
+    "Store",
+    "month_start",
+]
+
 _R = TypeVar("_R", "Conversation", "Message", "Event", "DoorTask")
-Role = Literal["user", "agent", "outside", "note"]
-Origin = Literal["user", "peer"]
-SCHEMA_VERSION = 2
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
 _JSON_COLUMNS = frozenset({"tainted", "round", "data"})
-
-_V1 = """
-CREATE TABLE conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL,
-    origin TEXT NOT NULL CHECK (origin IN ('user', 'peer')),
-    agent TEXT,
-    tainted TEXT,
-    pairing_id TEXT,
-    context_key TEXT
-);
-CREATE INDEX conversations_by_origin ON conversations (origin, created);
-CREATE UNIQUE INDEX conversations_by_peer ON conversations (pairing_id, context_key)
-    WHERE pairing_id IS NOT NULL AND context_key IS NOT NULL;
-CREATE TABLE messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    role TEXT NOT NULL CHECK (role IN ('user', 'agent', 'outside', 'note')),
-    agent TEXT,
-    text TEXT NOT NULL,
-    created REAL NOT NULL,
-    round TEXT
-);
-CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
-CREATE TABLE events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE INDEX events_by_conversation ON events (conversation_id, seq);
-CREATE TABLE spend (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
-    agent TEXT,
-    payer TEXT,
-    usd REAL NOT NULL CHECK (usd >= 0),
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL
-);
-CREATE INDEX spend_by_created ON spend (created);
-CREATE INDEX spend_by_conversation ON spend (conversation_id);
-CREATE TABLE contexts (
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    outside_id TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, outside_id)
-) WITHOUT ROWID;
-"""
-
-
-def _to_v1(db: sqlite3.Connection) -> None:
-    # Statement by statement: executescript() would commit, and a migration is one transaction.
-    for statement in _V1.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-# The door's tasks (a2a/peer.py): what a paired agent asked and how it ended, so GetTask and
-# ListTasks answer after the reply, scoped to the pairing and the agent it was sent to.
-_V2 = """
-CREATE TABLE door_tasks (
-    id TEXT PRIMARY KEY,
-    pairing_id TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
-    state TEXT NOT NULL,
-    asked TEXT NOT NULL,
-    asked_id TEXT NOT NULL,
-    reply TEXT,
-    words TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX door_tasks_by_pairing ON door_tasks (pairing_id, agent, created)
-"""
-
-
-def _to_v2(db: sqlite3.Connection) -> None:
-    for statement in _V2.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-# Migration n takes a database at user_version n to n + 1, inside one transaction.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2)
 
 
 class NotFound(LookupError):
@@ -136,99 +67,6 @@ class NotFound(LookupError):
     def __init__(self, conversation_id: str) -> None:
         self.message = f"There is no chat with the id “{conversation_id}”."
         super().__init__(self.message)
-
-
-def month_start(ts: float) -> float:
-    """The start (UTC) of the calendar month holding `ts`: where the monthly budget restarts."""
-    day = datetime.fromtimestamp(ts, tz=timezone.utc)
-    return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, allow_nan=False)
-
-
-@dataclass(frozen=True)
-class Conversation:
-    id: str
-    title: str
-    created: float
-    origin: Origin
-    agent: str | None
-    tainted: dict[str, Any] | None
-    pairing_id: str | None = None
-    context_key: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        fields = ("id", "title", "created", "origin", "agent", "tainted")
-        return {name: getattr(self, name) for name in fields}
-
-
-@dataclass(frozen=True)
-class Message:
-    id: str
-    conversation_id: str
-    role: Role
-    text: str
-    created: float
-    agent: str | None = None
-    round: dict[str, Any] | None = None
-    seq: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "role": self.role}
-        if self.agent is not None:
-            data["agent"] = self.agent
-        data.update(text=self.text, created=self.created)
-        if self.round is not None:
-            data["round"] = self.round
-        return data
-
-
-@dataclass(frozen=True)
-class Spend:
-    usd: float
-    conversation_id: str | None
-    agent: str | None
-    payer: str | None  # who else it is charged to, e.g. a door pairing's id
-    input_tokens: int
-    output_tokens: int
-    created: float
-    seq: int = 0
-
-
-@dataclass(frozen=True)
-class DoorTask:
-    """A message a paired agent sent through the door, and how its answer ended."""
-
-    id: str
-    pairing_id: str
-    agent: str
-    context_id: str
-    conversation_id: str | None
-    state: str  # an A2A 1.0 task state name
-    asked: str
-    asked_id: str  # the caller's messageId
-    reply: str | None
-    words: str | None  # why it ended as it did, for the caller (a refusal, a failure)
-    created: float
-    updated: float
-
-
-@dataclass(frozen=True)
-class Event:
-    seq: int
-    conversation_id: str
-    type: str
-    data: dict[str, Any]
-    created: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "type": self.type, "created": self.created, **self.data}
 
 
 class Store:
@@ -341,7 +179,7 @@ class Store:
             self._require(conversation_id)
             self._db.execute(
                 "UPDATE conversations SET tainted = ? WHERE id = ? AND tainted IS NULL",
-                (_dumps(taint), conversation_id),
+                (encode_json(taint), conversation_id),
             )
 
     def delete_conversation(self, conversation_id: str) -> bool:
@@ -609,7 +447,7 @@ class Store:
     def _insert(self, table: str, item: Conversation | Message | Event | Spend | DoorTask) -> int:
         """Insert a row from its dataclass (field = column; seq is SQLite's); return its seq."""
         row = {
-            name: _dumps(value) if name in _JSON_COLUMNS else value
+            name: encode_json(value) if name in _JSON_COLUMNS else value
             for name, value in dataclasses.asdict(item).items()
             if name != "seq"
         }
@@ -651,4 +489,4 @@ class Store:
 
 
 def _from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
-    return cls(**{name: _loads(v) if name in _JSON_COLUMNS else v for name, v in row.items()})
+    return cls(**{name: decode_json(v) if name in _JSON_COLUMNS else v for name, v in row.items()})

@@ -341,7 +341,7 @@ def test_month_start_is_utc(moment: float, start: float) -> None:
 
 
 def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
-    from conch_jupyter.store import _V1
+    from conch_jupyter.store_schema import _V1
 
     path.parent.mkdir(mode=0o700, parents=True)
     db = sqlite3.connect(path)

@@ -1,0 +1,104 @@
+"""The rows the chat store hands out: plain frozen dataclasses with the API's JSON shapes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+Role = Literal["user", "agent", "outside", "note"]
+Origin = Literal["user", "peer"]
+
+
+def month_start(ts: float) -> float:
+    """The start (UTC) of the calendar month holding `ts`: where the monthly budget restarts."""
+    day = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def decode_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def encode_json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    title: str
+    created: float
+    origin: Origin
+    agent: str | None
+    tainted: dict[str, Any] | None
+    pairing_id: str | None = None
+    context_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        fields = ("id", "title", "created", "origin", "agent", "tainted")
+        return {name: getattr(self, name) for name in fields}
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    conversation_id: str
+    role: Role
+    text: str
+    created: float
+    agent: str | None = None
+    round: dict[str, Any] | None = None
+    seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "role": self.role}
+        if self.agent is not None:
+            data["agent"] = self.agent
+        data.update(text=self.text, created=self.created)
+        if self.round is not None:
+            data["round"] = self.round
+        return data
+
+
+@dataclass(frozen=True)
+class Spend:
+    usd: float
+    conversation_id: str | None
+    agent: str | None
+    payer: str | None  # who else it is charged to, e.g. a door pairing's id
+    input_tokens: int
+    output_tokens: int
+    created: float
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class DoorTask:
+    """A message a paired agent sent through the door, and how its answer ended."""
+
+    id: str
+    pairing_id: str
+    agent: str
+    context_id: str
+    conversation_id: str | None
+    state: str  # an A2A 1.0 task state name
+    asked: str
+    asked_id: str  # the caller's messageId
+    reply: str | None
+    words: str | None  # why it ended as it did, for the caller (a refusal, a failure)
+    created: float
+    updated: float
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    conversation_id: str
+    type: str
+    data: dict[str, Any]
+    created: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "created": self.created, **self.data}

@@ -1,0 +1,100 @@
+"""The chat store's schema, as migrations: migration n takes a database at user_version n to
+n + 1, inside one transaction (store.py runs them)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+SCHEMA_VERSION = 2
+
+_V1 = """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    origin TEXT NOT NULL CHECK (origin IN ('user', 'peer')),
+    agent TEXT,
+    tainted TEXT,
+    pairing_id TEXT,
+    context_key TEXT
+);
+CREATE INDEX conversations_by_origin ON conversations (origin, created);
+CREATE UNIQUE INDEX conversations_by_peer ON conversations (pairing_id, context_key)
+    WHERE pairing_id IS NOT NULL AND context_key IS NOT NULL;
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL CHECK (role IN ('user', 'agent', 'outside', 'note')),
+    agent TEXT,
+    text TEXT NOT NULL,
+    created REAL NOT NULL,
+    round TEXT
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX events_by_conversation ON events (conversation_id, seq);
+CREATE TABLE spend (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
+    agent TEXT,
+    payer TEXT,
+    usd REAL NOT NULL CHECK (usd >= 0),
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+CREATE INDEX spend_by_created ON spend (created);
+CREATE INDEX spend_by_conversation ON spend (conversation_id);
+CREATE TABLE contexts (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    outside_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, outside_id)
+) WITHOUT ROWID;
+"""
+
+
+def _to_v1(db: sqlite3.Connection) -> None:
+    # Statement by statement: executescript() would commit, and a migration is one transaction.
+    for statement in _V1.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+# The door's tasks (a2a/peer.py): what a paired agent asked and how it ended, so GetTask and
+# ListTasks answer after the reply, scoped to the pairing and the agent it was sent to.
+_V2 = """
+CREATE TABLE door_tasks (
+    id TEXT PRIMARY KEY,
+    pairing_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE SET NULL,
+    state TEXT NOT NULL,
+    asked TEXT NOT NULL,
+    asked_id TEXT NOT NULL,
+    reply TEXT,
+    words TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX door_tasks_by_pairing ON door_tasks (pairing_id, agent, created)
+"""
+
+
+def _to_v2(db: sqlite3.Connection) -> None:
+    for statement in _V2.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+# Migration n takes a database at user_version n to n + 1, inside one transaction.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2)
