@@ -74,7 +74,13 @@ class UserWrote:
 
 @dataclass(frozen=True)
 class Stop:
-    """The user pressed Stop: the round ends at once."""
+    """The user pressed Stop: the round ends at once.
+
+    `kept` says the running reply had already said something, which is kept (cut short) and so
+    counts as that speaker's reply.
+    """
+
+    kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,8 @@ class Round:
             self.ending_for_user = True
             return None
         if isinstance(event, Stop):
+            if event.kept and self.phase == "speaking" and self.speaker is not None:
+                self._count_reply(self.speaker)
             return self._end("stopped")
         if isinstance(event, ProviderFailed | TurnRefused):
             self._expect_speaker(event.speaker)

@@ -77,6 +77,8 @@ class _Chat:
     visible: bool = False  # a round the user started by mentioning, not a plain reply
     # The model stream or the outside call running now: Stop cancels it.
     reply: asyncio.Task[Any] | None = None
+    # Whether the running reply has streamed any text yet (kept, and counted, if stopped).
+    said_something: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ class RoundService:
         chat = self._chats.get(conversation_id)
         if chat is None or chat.round is None or chat.round.phase not in ("speaking", "asking"):
             return False
-        chat.round.handle(Stop())
+        chat.round.handle(Stop(kept=chat.said_something))
         if chat.reply is not None:
             chat.reply.cancel()
         return True
@@ -266,6 +268,7 @@ class RoundService:
             async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
                 if isinstance(item, TextDelta):
                     parts.append(item.text)
+                    chat.said_something = True
                     self.hub.publish(
                         chat.id,
                         {"type": "delta", "reply": reply_id, "agent": agent.id, "text": item.text},
@@ -274,6 +277,7 @@ class RoundService:
                     usage = item
             return usage
 
+        chat.said_something = False
         chat.reply = asyncio.create_task(run(), name=f"conch-reply-{reply_id}")
         try:
             usage = await chat.reply

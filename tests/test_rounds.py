@@ -163,6 +163,14 @@ def test_stop_ends_at_once() -> None:
     assert (end.reason, end.turns, rnd.phase, rnd.speaker) == ("stopped", 0, "ended", None)
 
 
+def test_a_reply_cut_short_by_stop_counts_as_its_speakers() -> None:
+    rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    rnd.start()
+    end = rnd.handle(Stop(kept=True))
+    assert isinstance(end, End)
+    assert (end.reason, end.turns, end.speakers) == ("stopped", 1, ("Researcher",))
+
+
 def test_stop_while_asking_an_outside_agent() -> None:
     rnd = Round(named=["Helper"], roster=ROSTER)
     assert rnd.start() == Ask("Helper", 1)

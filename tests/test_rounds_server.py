@@ -219,7 +219,9 @@ async def test_stop_during_a_slow_streamed_reply(api: Api, models: ScriptedModel
     assert (status, body) == (200, {"stopped": True})
     chat = await settled(api, chat_id, timeout=1.0)
     assert time.monotonic() - started < 1.0
-    assert ended(chat) == [(0, "stopped")]
+    # The words already streamed are kept, and count as Researcher's reply, cut short.
+    assert ended(chat) == [(1, "stopped")]
+    assert chat["events"][-1]["words"] == "Researcher answered · 1 reply · ended: you stopped it"
     # The words already said are kept; the model's stream was closed; Writer never asked.
     partial = [m for m in chat["messages"] if m["role"] == "agent"]
     assert len(partial) == 1
