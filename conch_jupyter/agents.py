@@ -274,10 +274,19 @@ class AgentStore:
     the file and open the sealed keys again.
     """
 
-    def __init__(self, path: Path | str, secrets: SealedFile, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        secrets: SealedFile,
+        clock: Callable[[], float],
+        *,
+        other_names: Callable[[], set[str]] = set,
+    ) -> None:
         self.path = Path(path)
         self._secrets = secrets
         self._clock = clock
+        # Names taken by outside agents: a mention must say whom it means.
+        self._other_names = other_names
         self._cache: tuple[tuple[_Stamp, _Stamp], builtins.list[Agent]] | None = None
 
     def __repr__(self) -> str:
@@ -432,6 +441,13 @@ class AgentStore:
                     "name_taken",
                     f"An agent named “{agent.name}” already exists "
                     "(names are compared ignoring case).",
+                )
+        for other in self._other_names():
+            if other.casefold() == name.casefold():
+                raise AgentError(
+                    "name_taken",
+                    f"An outside agent is already called “{other}”: a mention must say whom it "
+                    "means, so pick another name.",
                 )
         return name
 

@@ -178,3 +178,17 @@ async def test_a_failing_outside_agent_is_said_in_words_and_the_round_goes_on(
     assert chat["messages"][-1]["agent"] == "researcher"
     assert (chat["events"][-1]["reason"], chat["events"][-1]["turns"]) == ("done", 2)
     assert listed["outside"][0]["last_problem"]
+
+
+async def test_your_agents_cannot_take_an_outside_agents_name(api: Api) -> None:
+    with Peer() as peer:
+        await add_outside(api, peer)
+    for method, path, body in (
+        ("POST", "agents", {"name": "helper"}),
+        ("PATCH", "agents/writer", {"name": "HELPER"}),
+    ):
+        status, answer = await api(method, path, body)
+        assert (status, answer["error"]["code"]) == (409, "name_taken"), answer
+        assert "outside agent" in answer["error"]["message"]
+    _, agents = await api("GET", "agents")
+    assert [a["name"] for a in agents["agents"]] == ["Researcher", "Writer"]

@@ -86,11 +86,8 @@ class ConchApp(ExtensionApp):
             data / "agents" / "agents.json",
             SealedFile(data / "models.secrets.json", seal_key),
             clock=time.time,
+            other_names=lambda: {o.name for o in outside.list()},
         )
-        if not agents.path.exists():
-            agents.ensure_defaults(detect_default_provider(os.environ))
-        hub = Hub()
-        budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
         outside = OutsideAgents(
             data,
             SealedFile(data / "a2a.secrets.json", seal_key),
@@ -98,6 +95,10 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             retry_delay=self.retry_delay,
         )
+        if not agents.path.exists():
+            agents.ensure_defaults(detect_default_provider(os.environ))
+        hub = Hub()
+        budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
         rounds = RoundService(
             store=store,
             agents=agents,
