@@ -24,10 +24,12 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from conch_jupyter.files import (
+    Stamp,
     StoreError,
     atomic_write_json,
     describe_validation_error,
     ensure_private_dir,
+    file_stamp,
     read_json,
 )
 from conch_jupyter.providers.base import Price, ProviderConfig, ProviderKind
@@ -215,18 +217,6 @@ class Agent:
         }
 
 
-_Stamp = tuple[int, int, int] | None
-
-
-def _stamp(path: Path) -> _Stamp:
-    """What changes whenever a file is replaced or edited: time, size and inode."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 def _agent(stored: StoredAgent, has_key: bool) -> Agent:
     price = stored.price
     return Agent(
@@ -287,13 +277,13 @@ class AgentStore:
         self._clock = clock
         # Names taken by outside agents: a mention must say whom it means.
         self._other_names = other_names
-        self._cache: tuple[tuple[_Stamp, _Stamp], builtins.list[Agent]] | None = None
+        self._cache: tuple[tuple[Stamp, Stamp], builtins.list[Agent]] | None = None
 
     def __repr__(self) -> str:
         return f"AgentStore({str(self.path)!r})"
 
     def list(self) -> builtins.list[Agent]:
-        stamp = (_stamp(self.path), _stamp(self._secrets.path))
+        stamp = (file_stamp(self.path), file_stamp(self._secrets.path))
         if self._cache is None or self._cache[0] != stamp:
             keys = set(self._secrets.names())
             agents = [_agent(stored, stored.id in keys) for stored in self._read().agents]

@@ -149,3 +149,19 @@ def read_json(path: Path | str, model: type[M]) -> M | None:
             f"{_LEAVE_IT}.",
             path,
         ) from e
+
+
+Stamp = tuple[int, int, int] | None
+
+
+def file_stamp(path: Path) -> Stamp:
+    """What changes whenever a file is replaced or edited: time, size and inode (None: no file).
+
+    Read caches compare it, so a hand edit is seen at once while unchanged files are not
+    parsed (or unsealed) again on every call.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)

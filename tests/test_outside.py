@@ -183,6 +183,20 @@ def test_removing_deletes_the_entry_and_the_key(tmp_path: Path) -> None:
         outside.remove(agent.id)
 
 
+def test_a_hand_edit_is_seen_at_once_despite_the_read_cache(tmp_path: Path) -> None:
+    with Peer(layout="conch", key=KEY) as door:
+        agent = run(tmp_path, lambda o: o.add(door.pairing_paste))
+    outside = make(tmp_path)
+    assert [a.name for a in outside.list()] == [agent.name]
+    path = tmp_path / "data" / "agents" / "outside.json"
+    stored = json.loads(path.read_text())
+    stored["agents"][0]["name"] = "Renamed By Hand"
+    path.write_text(json.dumps(stored))
+    assert [a.name for a in outside.list()] == ["Renamed By Hand"]
+    outside.remove(agent.id)
+    assert outside.list() == []
+
+
 def test_the_same_agent_twice_and_unique_names(tmp_path: Path, fresh: Peer) -> None:
     async def work(outside: OutsideAgents) -> list[str]:
         await outside.add(fresh.address)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from ..agents import NAME_MAX, name_problem, slug_of
-from ..files import atomic_write_json, read_json
+from ..files import Stamp, atomic_write_json, file_stamp, read_json
 from ..sealed import SealedFile
 from .guard import Home
 from .models import Version
@@ -141,22 +141,29 @@ def unique_name(name: str, taken: set[str], joiner: str = " ") -> str:
 
 
 class OutsideList:
-    """The file and the keys. Every call reads the file afresh (a hand edit is seen at once)."""
+    """The file and the keys. Lists come from memory while neither file has changed on disk
+    (a hand edit is seen at once): every message a chat publishes names its agents, and a fresh
+    read would parse the file and unseal the keys each time."""
 
     def __init__(self, path: Path, secrets: SealedFile) -> None:
         self.path = path
         self._secrets = secrets
+        self._cache: tuple[tuple[Stamp, Stamp], builtins.list[OutsideAgent]] | None = None
 
     def __repr__(self) -> str:
         return f"OutsideList({str(self.path)!r})"
 
     def list(self) -> builtins.list[OutsideAgent]:
-        keys = set(self._secrets.names())
-        fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {"has_key"}
-        return [
-            OutsideAgent(has_key=_secret(s.id) in keys, **{k: getattr(s, k) for k in fields})
-            for s in self.read().agents
-        ]
+        stamp = (file_stamp(self.path), file_stamp(self._secrets.path))
+        if self._cache is None or self._cache[0] != stamp:
+            keys = set(self._secrets.names())
+            fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {"has_key"}
+            agents = [
+                OutsideAgent(has_key=_secret(s.id) in keys, **{k: getattr(s, k) for k in fields})
+                for s in self.read().agents
+            ]
+            self._cache = (stamp, agents)
+        return builtins.list(self._cache[1])
 
     def get(self, outside_id: str) -> OutsideAgent:
         for agent in self.list():
@@ -173,15 +180,17 @@ class OutsideList:
     def append(self, file: OutsideFile, stored: StoredOutside, key: str | None) -> None:
         """Add `stored` to `file` (read just before, on this loop) and keep its key, or neither."""
         file.agents.append(stored)
-        atomic_write_json(self.path, file)
+        self._write(file)
         try:
             if key:
                 self._secrets.set(_secret(stored.id), key)
+                self._cache = None
             else:  # a key left under this id by an older agent must not be sent to this one
                 self._secrets.delete(_secret(stored.id))
+                self._cache = None
         except Exception:
             file.agents.remove(stored)
-            atomic_write_json(self.path, file)
+            self._write(file)
             raise
 
     def remove(self, outside_id: str) -> None:
@@ -192,10 +201,15 @@ class OutsideList:
                 "not_found", f"There is no outside agent with the id “{outside_id}”."
             )
         file.agents = kept
-        atomic_write_json(self.path, file)
+        self._write(file)
         # After the entry is gone: a key left behind by a failure here is never sent, because
         # append() clears any key kept under the id it stores.
         self._secrets.delete(_secret(outside_id))
+        self._cache = None
+
+    def _write(self, file: OutsideFile) -> None:
+        self._cache = None
+        atomic_write_json(self.path, file)
 
     def update(self, outside_id: str, **changes: Any) -> None:
         """Change stored fields of one agent; the file is written only if something changed."""
@@ -205,7 +219,7 @@ class OutsideList:
                 new = StoredOutside.model_validate({**stored.model_dump(), **changes})
                 if new != stored:
                     file.agents[i] = new
-                    atomic_write_json(self.path, file)
+                    self._write(file)
                 return
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ..files import atomic_write_json, read_json
+from ..files import Stamp, atomic_write_json, file_stamp, read_json
 from .door import hash_key, new_key
 
 SCOPE_PREFIX = "agent:"
@@ -103,14 +103,6 @@ def _pairing(stored: StoredPairing) -> Pairing:
     return Pairing(stored.id, stored.label, agents, stored.remote, stored.address, stored.created)
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 class PairingStore:
     """The pairings file. Reads come from memory while the file is unchanged on disk, so the
     door does not parse it for every request, yet a removal (or a hand edit) is seen at once."""
@@ -118,7 +110,7 @@ class PairingStore:
     def __init__(self, path: Path | str, clock: Callable[[], float]) -> None:
         self.path = Path(path)
         self._clock = clock
-        self._cache: tuple[tuple[int, int, int] | None, PairingsFile] | None = None
+        self._cache: tuple[Stamp, PairingsFile] | None = None
 
     def __repr__(self) -> str:
         return f"PairingStore({str(self.path)!r})"
@@ -182,7 +174,7 @@ class PairingStore:
 
     def _current(self) -> PairingsFile:
         """The file as it is on disk now (cached while unchanged); never to be changed."""
-        stamp = _stamp(self.path)
+        stamp = file_stamp(self.path)
         if self._cache is None or self._cache[0] != stamp:
             file = read_json(self.path, PairingsFile) or PairingsFile(version=1)
             self._cache = (stamp, file)
