@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .jupyter_process import JupyterProcess
 from .scripted_models import ScriptedModels
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -50,6 +51,16 @@ def models() -> Iterator[ScriptedModels]:
     """A scripted model server on loopback (OpenAI and Anthropic wire formats)."""
     with ScriptedModels() as scripted:
         yield scripted
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[JupyterProcess]:
+    """A `jupyter server` with Conch in a child process, not yet started (tests kill it)."""
+    process = JupyterProcess(tmp_path / "data", tmp_path / "root")
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture

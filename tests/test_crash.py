@@ -20,15 +20,6 @@ from .scripted_models import Reply, ScriptedModels
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[JupyterProcess]:
-    process = JupyterProcess(tmp_path / "data", tmp_path / "root")
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
 def assert_data_whole(data_dir: Path) -> None:
     """No half-written row or file: SQLite's own check passes and every JSON file parses."""
     with contextlib.closing(sqlite3.connect(data_dir / "conch.sqlite3")) as db:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,15 +11,6 @@ from .jupyter_process import JupyterProcess, until
 from .scripted_models import Reply, ScriptedModels
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[JupyterProcess]:
-    process = JupyterProcess(tmp_path / "data", tmp_path / "root")
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.mark.parametrize("how", ["kill", "stop"])
