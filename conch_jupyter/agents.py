@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from conch_jupyter.files import (
+from .files import (
     Stamp,
     StoreError,
     atomic_write_json,
@@ -32,8 +32,8 @@ from conch_jupyter.files import (
     file_stamp,
     read_json,
 )
-from conch_jupyter.providers.base import Price, ProviderConfig, ProviderKind
-from conch_jupyter.sealed import SealedFile
+from .providers.base import Price, ProviderConfig, ProviderKind
+from .sealed import SealedFile
 
 NAME_MAX = 40
 PERSONA_MAX = 2_000

@@ -19,7 +19,7 @@ from pathlib import Path
 import pydantic
 from cryptography.fernet import Fernet, InvalidToken
 
-from conch_jupyter.files import StoreError, atomic_write_bytes
+from .files import StoreError, atomic_write_bytes
 
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
 _Secrets = pydantic.TypeAdapter(dict[str, str])

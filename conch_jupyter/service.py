@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from .a2a.outside import OutsideAgents, OutsideError
+from .a2a.outside.service import OutsideAgents, OutsideError
 from .agents import Agent, AgentStore
 from .files import StoreError
 from .history import Said, history_turns, system_prompt

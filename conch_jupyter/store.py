@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from conch_jupyter.files import StoreError, ensure_private_dir
-
+from .files import StoreError, ensure_private_dir
 from .rows import (
     Conversation,
     DoorTask,

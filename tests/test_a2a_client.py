@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from conch_jupyter.a2a.cards import card_places, find_agent
-from conch_jupyter.a2a.client import A2AClient, CallFailed, Limits, same_host, within
-from conch_jupyter.a2a.guard import GuardedTransport
-from conch_jupyter.a2a.models import CardInfo, Version, parse_outcome, send_params
+from conch_jupyter.a2a.outside.cards import card_places, find_agent
+from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host, within
+from conch_jupyter.a2a.outside.guard import GuardedTransport
+from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
 
 from .a2a_peers import Answer, Hostile, LoopbackOnly, Peer
 

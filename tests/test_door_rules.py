@@ -11,7 +11,18 @@ from a2a.compat.v0_3 import types as types_v03
 from a2a.types import AgentCard
 from google.protobuf import json_format
 
-from conch_jupyter.a2a.door import (
+from conch_jupyter.a2a.door.calls import (
+    Refusal,
+    list_json,
+    list_query,
+    message_words,
+    read_call,
+    task_json,
+    version_of,
+)
+from conch_jupyter.a2a.door.card import agent_card, agent_card_v03
+from conch_jupyter.a2a.door.peer_turn import peer_prompt
+from conch_jupyter.a2a.door.rules import (
     DoorBounds,
     DoorGate,
     FailureThrottle,
@@ -28,18 +39,7 @@ from conch_jupyter.a2a.door import (
     remote_refusal,
     size_refusal,
 )
-from conch_jupyter.a2a.door_calls import (
-    Refusal,
-    list_json,
-    list_query,
-    message_words,
-    read_call,
-    task_json,
-    version_of,
-)
-from conch_jupyter.a2a.door_card import agent_card, agent_card_v03
-from conch_jupyter.a2a.models import ListParams, SendParams
-from conch_jupyter.a2a.peer_turn import peer_prompt
+from conch_jupyter.a2a.wire import ListParams, SendParams
 from conch_jupyter.store import DoorTask
 
 # --- keys ------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from google.protobuf import json_format
 
-from conch_jupyter.a2a.door import DoorBounds, FailureThrottle, ThrottleRules
+from conch_jupyter.a2a.door.rules import DoorBounds, FailureThrottle, ThrottleRules
 from conch_jupyter.server_ext.services import ConchServices
 
 from .conftest import Api

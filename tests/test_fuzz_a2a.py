@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter.a2a.door_calls import Call, Refusal, read_call
-from conch_jupyter.a2a.models import CardInfo, Outcome, WireError, parse_card, parse_outcome
-from conch_jupyter.a2a.paste import Paste, PasteError, read_paste
+from conch_jupyter.a2a.door.calls import Call, Refusal, read_call
+from conch_jupyter.a2a.outside.paste import Paste, PasteError, read_paste
+from conch_jupyter.a2a.wire import CardInfo, Outcome, WireError, parse_card, parse_outcome
 
 from .jupyter_process import JupyterProcess
 

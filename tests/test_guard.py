@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conch_jupyter.a2a.guard import (
+from conch_jupyter.a2a.outside.guard import (
     GuardedTransport,
     Home,
     Refused,

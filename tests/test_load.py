@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conch_jupyter.a2a.door import DOOR_BOUNDS
+from conch_jupyter.a2a.door.rules import DOOR_BOUNDS
 from conch_jupyter.server_ext.door_handlers import MAX_BODY_BYTES
 
 from .jupyter_process import JupyterProcess

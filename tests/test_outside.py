@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from conch_jupyter.a2a.client import Limits
-from conch_jupyter.a2a.outside import OutsideAgents, OutsideError
-from conch_jupyter.a2a.outside_list import fit_name, unique_name
-from conch_jupyter.a2a.paste import PasteError, read_paste
+from conch_jupyter.a2a.outside.client import Limits
+from conch_jupyter.a2a.outside.listing import fit_name, unique_name
+from conch_jupyter.a2a.outside.paste import PasteError, read_paste
+from conch_jupyter.a2a.outside.service import OutsideAgents, OutsideError
 from conch_jupyter.files import StoreError
 from conch_jupyter.sealed import SealedFile
 from conch_jupyter.talk import fence

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.a2a.door import hash_key, match_key
-from conch_jupyter.a2a.pairing import PairingError, PairingStore, paste_text
+from conch_jupyter.a2a.door.pairing import PairingError, PairingStore, paste_text
+from conch_jupyter.a2a.door.rules import hash_key, match_key
 from conch_jupyter.files import StoreError
 
 

@@ -18,10 +18,10 @@ from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Unicode
 
-from ..a2a.door import DoorGate
-from ..a2a.outside import OutsideAgents
-from ..a2a.pairing import PairingStore
-from ..a2a.peer import PeerService
+from ..a2a.door.pairing import PairingStore
+from ..a2a.door.peer import PeerService
+from ..a2a.door.rules import DoorGate
+from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..files import ensure_private_dir
 from ..hub import Hub

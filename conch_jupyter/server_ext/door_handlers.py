@@ -4,7 +4,7 @@ The door lives under `base_url` but outside conch/api/, so Jupyter's sign-in doe
   GET  {base_url}.well-known/agent-card.json             the first agent the key was given
   GET  {base_url}a2a/<agent>/.well-known/agent-card.json
   POST {base_url}a2a/<agent>                              JSON-RPC
-Its handlers are @allow_unauthenticated and check their own keys (a2a/door.py); Jupyter's host
+Its handlers are @allow_unauthenticated and check their own keys (a2a/door/rules.py); Jupyter's host
 and origin checks still run first, in APIHandler.prepare. XSRF is off: a door key travels in a
 header, never in a cookie, so no page can make a browser send it.
 
@@ -27,11 +27,11 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from pydantic import Field, StrictBool, StrictStr
 from tornado import web
 
-from ..a2a.door import Denied
-from ..a2a.door_calls import Refusal, read_call
-from ..a2a.door_card import agent_card
-from ..a2a.models import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
-from ..a2a.pairing import Pairing, PairingError
+from ..a2a.door.calls import Refusal, read_call
+from ..a2a.door.card import agent_card
+from ..a2a.door.pairing import Pairing, PairingError
+from ..a2a.door.rules import Denied
+from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
 from .bodies import Body

@@ -17,7 +17,7 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import Field
 from tornado import web
 
-from ..a2a.outside import OutsideError
+from ..a2a.outside.service import OutsideError
 from .bodies import Body
 from .handlers import ApiError, ConchHandler
 

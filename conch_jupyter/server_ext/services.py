@@ -7,10 +7,10 @@ from pathlib import Path
 
 import httpx
 
-from ..a2a.door import DoorGate
-from ..a2a.outside import OutsideAgents
-from ..a2a.pairing import PairingStore
-from ..a2a.peer import PeerService
+from ..a2a.door.pairing import PairingStore
+from ..a2a.door.peer import PeerService
+from ..a2a.door.rules import DoorGate
+from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..hub import Hub
 from ..service import RoundService

@@ -16,13 +16,13 @@ from typing import Literal
 
 import httpx
 
-from ..agents import Agent, AgentStore
-from ..history import Said, history_turns
-from ..providers import make_provider, stream_reply
-from ..providers.base import ModelRequest, ProviderError, TextDelta, Usage
-from ..spend import record_spend
-from ..store import Conversation, Store
-from ..talk import clean_text
+from ...agents import Agent, AgentStore
+from ...history import Said, history_turns
+from ...providers import make_provider, stream_reply
+from ...providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from ...spend import record_spend
+from ...store import Conversation, Store
+from ...talk import clean_text
 from .pairing import Pairing
 
 

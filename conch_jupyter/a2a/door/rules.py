@@ -2,7 +2,7 @@
 
 No tornado, asyncio or httpx here, and the clock is passed in, so every rule is tested without a
 server (tests/test_door_rules.py). The handlers (server_ext/door_handlers.py) put each request
-through these rules in this order; a2a/peer.py runs what they let through.
+through these rules in this order; door/peer.py runs what they let through.
 
 1. A browser never gets in: a request with `Origin` or `Sec-Fetch-Site` is refused. A header key
    is not ambient, but no web page should be able to drive your agents, even with a stolen key.
@@ -12,7 +12,7 @@ through these rules in this order; a2a/peer.py runs what they let through.
    with every pairing's hash. The Jupyter token and the kernel key are not door keys.
 4. From another computer: HTTPS, the door's remote switch and a key marked remote, all three.
 5. The agent in the path must be one the key was given; any other looks like nothing is there.
-6. The body is read as JSON-RPC (door_calls.py), then a message must fit the key's bounds.
+6. The body is read as JSON-RPC (calls.py), then a message must fit the key's bounds.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..talk import clean_text
+from ...talk import clean_text
 
 KEY_PREFIX = "conch_a2a_"
 # Anything else is not one of our keys: never hashed, never compared, never echoed.

@@ -18,11 +18,11 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ..agents import NAME_MAX, name_problem, slug_of
-from ..files import Stamp, atomic_write_json, file_stamp, read_json
-from ..sealed import SealedFile
+from ...agents import NAME_MAX, name_problem, slug_of
+from ...files import Stamp, atomic_write_json, file_stamp, read_json
+from ...sealed import SealedFile
+from ..wire import Version
 from .guard import Home
-from .models import Version
 
 
 class OutsideError(Exception):

@@ -14,8 +14,8 @@ import asyncio
 
 import httpx
 
+from ..wire import CardInfo, WireError, parse_card
 from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
-from .models import CardInfo, WireError, parse_card
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 OLD_WELL_KNOWN = "/.well-known/agent.json"

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ..files import Stamp, atomic_write_json, file_stamp, read_json
-from .door import hash_key, new_key
+from ...files import Stamp, atomic_write_json, file_stamp, read_json
+from .rules import hash_key, new_key
 
 SCOPE_PREFIX = "agent:"
 LABEL_MAX = 80

@@ -2,7 +2,7 @@
 
 Owns what happens between a person's action and the wire: an agent is added from a paste (its
 card read through the guard, its endpoint on the card's host, its name fit for @mentions; the
-list itself is outside_list.py), and `ask` is the one call the round driver makes.
+list itself is listing.py), and `ask` is the one call the round driver makes.
 
 What an outside agent is sent: exactly the text `ask` is given, as one ROLE_USER message, with the
 chat's contextId for it and, when it asked for input in that context, the task id it asked in.
@@ -25,13 +25,13 @@ from typing import Any
 
 import httpx
 
-from ..agents import slug_of
-from ..sealed import SealedFile
+from ...agents import slug_of
+from ...sealed import SealedFile
+from ..wire import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
 from .cards import find_agent
 from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
 from .guard import Guard, Home, Refused
-from .models import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
-from .outside_list import (
+from .listing import (
     OutsideAgent,
     OutsideError,
     OutsideList,

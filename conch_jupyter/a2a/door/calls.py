@@ -8,7 +8,7 @@ A body becomes a Call, or a Refusal whose words say what is wrong, in this order
    `A2A-Version` header names (missing means 0.3; anything but 1.0 and 0.3 is -32009);
 3. the params: the method's shape, strictly typed (-32602).
 
-Answers are built with models.py (and door_card.py), so a 1.0 answer never carries a 0.3 field
+Answers are built with a2a/wire.py (and card.py), so a 1.0 answer never carries a 0.3 field
 and the other way round: a 0.3 name gets a 0.3 answer, even for the card.
 """
 
@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..files import describe_validation_error
-from ..store import DoorTask
-from ..talk import clean_text
-from .models import (
+from ...files import describe_validation_error
+from ...store import DoorTask
+from ...talk import clean_text
+from ..wire import (
     STATES_V03,
     VERSION_HEADER,
     ErrorCode,

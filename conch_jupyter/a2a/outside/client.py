@@ -26,8 +26,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .guard import Refused
-from .models import (
+from ..wire import (
     METHODS,
     REASONS,
     VERSION_HEADER,
@@ -39,6 +38,7 @@ from .models import (
     rpc_answer,
     rpc_call,
 )
+from .guard import Refused
 
 T = TypeVar("T")
 URL_LIMIT = 2_000  # for any address Conch keeps: what a person pastes, a card, an endpoint

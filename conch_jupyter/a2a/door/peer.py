@@ -1,4 +1,4 @@
-"""The door's operations for a key that was let in (door.py and door_calls.py decide that).
+"""The door's operations for a key that was let in (rules.py and calls.py decide that).
 
 Each A2A context is a chat of its own with origin "peer", tainted from the start by the pairing,
 out of the chat list and readable from the pairing ("What it said"); peer_turn.py runs each
@@ -18,16 +18,16 @@ from typing import Any
 
 import httpx
 
-from ..agents import Agent, AgentStore
-from ..spend import Budget, month_spent_over
-from ..store import Conversation, Store
-from ..talk import clean_text
-from .door import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
-from .door_calls import Call, Refusal, list_json, list_query, message_words, task_json
-from .door_card import agent_card, agent_card_v03
-from .models import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
+from ...agents import Agent, AgentStore
+from ...spend import Budget, month_spent_over
+from ...store import Conversation, Store
+from ...talk import clean_text
+from ..wire import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
+from .calls import Call, Refusal, list_json, list_query, message_words, task_json
+from .card import agent_card, agent_card_v03
 from .pairing import Pairing
 from .peer_turn import PeerTurn, Running
+from .rules import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Calling outside agents: the guarded client, cards, pastes and the kept list."""
