@@ -22,7 +22,7 @@ class Budget:
     monthly_budget_usd: float | None = 50.0
 
 
-def record_spend(
+async def record_spend(
     store: Store,
     agent: Agent,
     usage: Usage | None,
@@ -34,7 +34,7 @@ def record_spend(
     if usage is None or agent.price is None:
         return 0.0
     cost = agent.price.cost(usage)
-    store.add_spend(
+    await store.add_spend(
         cost,
         conversation_id=conversation_id,
         agent=agent.id,

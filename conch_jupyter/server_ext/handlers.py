@@ -190,9 +190,9 @@ class ConversationsHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def post(self) -> None:
+    async def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        conversation = self.conch.store.create_conversation(title=body.title)
+        conversation = await self.conch.store.create_conversation(title=body.title)
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
 
 
@@ -206,9 +206,9 @@ class ConversationHandler(ConchHandler):
 class MessagesHandler(ConchHandler):
     @web.authenticated
     @authorized
-    def post(self, conversation_id: str) -> None:
+    async def post(self, conversation_id: str) -> None:
         body = self.body(MessageIn)
-        message = self.conch.rounds.post(conversation_id, body.text)
+        message = await self.conch.rounds.post(conversation_id, body.text)
         self.reply({"message_id": message.id}, 202)
 
 

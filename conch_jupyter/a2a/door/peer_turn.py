@@ -110,40 +110,40 @@ class PeerTurn:
         try:
             await asyncio.wait_for(stream(), self.seconds)
         except asyncio.TimeoutError:
-            self._end(parts, f"{agent.name} did not answer within {limit}.")
+            await self._end(parts, f"{agent.name} did not answer within {limit}.")
             return
         except ProviderError as error:
             # The details (addresses, statuses) are for the owner, not for the caller.
-            self._keep(parts, note=f"{agent.name} could not answer: {error.words}")
-            self.store.finish_door_task(
+            await self._keep(parts, note=f"{agent.name} could not answer: {error.words}")
+            await self.store.finish_door_task(
                 task_id, "TASK_STATE_FAILED", words=f"{agent.name} could not answer just now."
             )
             return
         except asyncio.CancelledError:
             if self.running.ending == "canceled":
-                self._keep(parts, note="The other agent canceled the answer.")
-                self.store.finish_door_task(task_id, "TASK_STATE_CANCELED", words="Canceled.")
+                await self._keep(parts, note="The other agent canceled the answer.")
+                await self.store.finish_door_task(task_id, "TASK_STATE_CANCELED", words="Canceled.")
             elif self.running.ending is None:  # the server is stopping
-                self._end(parts, "The server stopped during the answer.")
+                await self._end(parts, "The server stopped during the answer.")
             raise
-        self._keep(parts)
-        record_spend(self.store, agent, usage, conversation_id=chat.id, payer=pairing.id)
+        await self._keep(parts)
+        await record_spend(self.store, agent, usage, conversation_id=chat.id, payer=pairing.id)
         reply = "".join(parts)
         if reply.strip():
-            self.store.finish_door_task(task_id, "TASK_STATE_COMPLETED", reply=reply)
+            await self.store.finish_door_task(task_id, "TASK_STATE_COMPLETED", reply=reply)
         else:
-            self.store.finish_door_task(
+            await self.store.finish_door_task(
                 task_id, "TASK_STATE_FAILED", words=f"{agent.name} gave no answer."
             )
 
-    def _end(self, parts: list[str], words: str) -> None:
-        self._keep(parts, note=f"{words} The answer was stopped.")
-        self.store.finish_door_task(self.task_id, "TASK_STATE_FAILED", words=words)
+    async def _end(self, parts: list[str], words: str) -> None:
+        await self._keep(parts, note=f"{words} The answer was stopped.")
+        await self.store.finish_door_task(self.task_id, "TASK_STATE_FAILED", words=words)
 
-    def _keep(self, parts: list[str], note: str | None = None) -> None:
+    async def _keep(self, parts: list[str], note: str | None = None) -> None:
         """What was said before the end (a stopped answer keeps its words), then Conch's note."""
         text = "".join(parts)
         if text:
-            self.store.add_message(self.chat.id, "agent", text, agent=self.agent.id)
+            await self.store.add_message(self.chat.id, "agent", text, agent=self.agent.id)
         if note:
-            self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
+            await self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
