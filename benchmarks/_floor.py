@@ -22,7 +22,11 @@ from typing import Any
 from tornado import web
 
 _ANSWER = json.dumps(
-    {"jsonrpc": "2.0", "id": 1, "result": {"task": {"id": "t", "status": {"state": "done"}}}}
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"}}},
+    }
 ).encode()
 _CARD = json.dumps({"name": "Floor", "description": "The stack's floor.", "version": "1"}).encode()
 

@@ -43,7 +43,7 @@ import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
 # repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import api_client, checked, conch_server, sse_events
+from _jupyter import api_client, checked, conch_server, server_code_line, sse_events
 from _machine import code_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
@@ -285,6 +285,7 @@ def main() -> None:
     print("Per-turn overhead, instant model: reply N's last byte → request N+1 at the model")
     print(f"machine: {machine_line()}")
     print(code_line())
+    print(server_code_line())
     print(f"date: {time.strftime('%Y-%m-%d')}   {load_at_start}")
     print()
     print(

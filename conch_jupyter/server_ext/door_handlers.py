@@ -15,6 +15,7 @@ API; a door key opens nothing there.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -71,6 +72,12 @@ class DoorError(web.HTTPError):
 
 
 NOTHING_HERE = Denied(404, "not_found", "There is nothing here.")
+
+
+@functools.lru_cache(maxsize=256)
+def card_bytes(name: str, persona: str, endpoint: str) -> bytes:
+    """A card as sent: made once for each agent (as it is now) and endpoint, not per request."""
+    return json.dumps(agent_card(name=name, persona=persona, endpoint=endpoint)).encode()
 
 
 @web.stream_request_body
@@ -132,8 +139,10 @@ class DoorHandler(APIHandler):
         raise DoorError(NOTHING_HERE)
 
     def answer(self, data: Any) -> None:
+        """Send JSON data, or bytes already made (the card)."""
         self.set_header("Cache-Control", "no-store")
-        self.finish(json.dumps(data), set_content_type="application/json")
+        body = data if isinstance(data, bytes) else json.dumps(data)
+        self.finish(body, set_content_type="application/json")
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
@@ -166,8 +175,7 @@ class DoorCardHandler(DoorHandler):
     @allow_unauthenticated
     def get(self, agent_id: str | None = None) -> None:
         agent = self.scoped_agent(agent_id)
-        endpoint = endpoint_url(self, agent.id)
-        self.answer(agent_card(name=agent.name, persona=agent.persona, endpoint=endpoint))
+        self.answer(card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id)))
 
 
 class DoorRpcHandler(DoorHandler):
