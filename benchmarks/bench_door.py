@@ -21,10 +21,11 @@ Growth: then the door is given 1,000 pairings (made through the API, each timed)
 chats (written into its SQLite file as the door writes them), and every case runs again on the
 door and on the floor (the floor as the control for the machine's mood).
 
-`--profile FILE` profiles the Jupyter server (cProfile) during one more SendMessage round at
-`--concurrency`, writes the pstats to FILE and prints the top of it. `--server-code DIR` runs the
-Jupyter server on the conch_jupyter of the checkout DIR (the same as CONCH_BENCH_SERVER_CODE, see
-_jupyter.py): how the "before" columns in benchmarks/README.md were made. Prints; never asserts.
+`--profile FILE` profiles the Jupyter server (cProfile) during one more round of
+`--profile-case` (SendMessage) at `--concurrency`, writes the pstats to FILE and prints the top
+of it. `--server-code DIR` runs the Jupyter server on the conch_jupyter of the checkout DIR (as
+CONCH_BENCH_SERVER_CODE does, see _jupyter.py): how the "before" columns were made.
+Prints; never asserts.
 
     .venv/bin/python benchmarks/bench_door.py [--quick] [--seconds 2] [--rounds 3]
 """
@@ -257,7 +258,10 @@ def main() -> None:
     parser.add_argument("--pairings", type=int, default=1000, help="pairings once grown")
     parser.add_argument("--chats", type=int, default=10_000, help="door chats once grown")
     parser.add_argument("--quick", action="store_true", help="1 s, 2 rounds, 200 pairings")
-    parser.add_argument("--profile", type=Path, help="write a cProfile of SendMessage here")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the server here")
+    parser.add_argument(
+        "--profile-case", choices=["GetTask", "card", "SendMessage"], default="SendMessage"
+    )
     parser.add_argument("--server-code", type=Path, help="a checkout whose conch_jupyter to run")
     args = parser.parse_args()
     if args.quick:
@@ -351,11 +355,11 @@ def main() -> None:
 
             profile_text = ""
             if args.profile:
-                hottest = Case("profile", "SendMessage", conc)
+                hottest = Case("profile", args.profile_case, conc)
                 profile(server, keys[0], "start")
-                measure(hottest, [conch], 1, 0, per_round[conc])
+                measure(hottest, [conch], 1, args.seconds, per_round[conc])
                 profile(server, keys[0], "stop", args.profile.resolve())
-                profile_text = f"profiled: SendMessage, {conc} at once, {args.profile}"
+                profile_text = f"profiled: {args.profile_case}, {conc} at once, {args.profile}"
         disk_at_end = disk_line(folder)
     took = time.monotonic() - started
 
