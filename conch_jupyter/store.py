@@ -2,10 +2,12 @@
 and the A2A door's tasks.
 
 Reads are plain calls, on the thread that opened the store (the Jupyter server's event loop), over
-a connection that only reads (store_db.py). Every change is awaited: it is made by the store's one
-writer thread (store_writer.py), committed with `synchronous=FULL` and so durable when the await
-returns, and never blocks the event loop on the disk. Each change is all or nothing: a failure (a
-full disk, a damaged page) leaves what was stored before and surfaces as a StoreError in words.
+a connection that only reads (store_db.py). Every change is awaited: it is queued when the method
+is called (so changes are made in the order they were asked for, even when awaited together),
+made by the store's one writer thread (store_writer.py), committed with `synchronous=FULL` and so
+durable when the await returns, and never blocks the event loop on the disk. Each change is all
+or nothing: a failure (a full disk, a damaged page) leaves what was stored before and surfaces as
+a StoreError in words.
 A file that is not Conch's database is never recreated over: that too is a StoreError naming it.
 
 Spend rows outlive their chat (`ON DELETE SET NULL`): deleting a chat must not give back what it
@@ -18,7 +20,7 @@ import dataclasses
 import math
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from .rows import (
     month_start,
 )
 from .store_db import from_row, insert, open_reader, open_writer
-from .store_door import DoorTasks
+from .store_door import DoorTasks, Queued, _then
 from .store_schema import SCHEMA_VERSION
 from .store_writer import Writer
 
@@ -94,7 +96,7 @@ class Store(DoorTasks):
 
     # -- conversations ------------------------------------------------------------------------
 
-    async def create_conversation(
+    def create_conversation(
         self,
         title: str = "",
         origin: Origin = "user",
@@ -102,7 +104,7 @@ class Store(DoorTasks):
         context_key: str | None = None,
         tainted: dict[str, Any] | None = None,
         agent: str | None = None,
-    ) -> Conversation:
+    ) -> Queued[Conversation]:
         if origin not in ("user", "peer"):
             raise ValueError(f"origin must be 'user' or 'peer', not {origin!r}")
         conversation = Conversation(
@@ -115,8 +117,10 @@ class Store(DoorTasks):
             pairing_id,
             context_key,
         )
-        await self._writer.change(lambda db: insert(db, "conversations", conversation))
-        return conversation
+        return Queued(
+            conversation,
+            self._writer.change(lambda db: insert(db, "conversations", conversation)),
+        )
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = self._select("SELECT * FROM conversations WHERE id = ?", (conversation_id,))
@@ -145,16 +149,16 @@ class Store(DoorTasks):
         )
         return from_row(Conversation, rows[0]) if rows else None
 
-    async def set_agent(self, conversation_id: str, agent_id: str | None) -> None:
+    def set_agent(self, conversation_id: str, agent_id: str | None) -> Awaitable[None]:
         def change(db: sqlite3.Connection) -> None:
             _require(db, conversation_id)
             db.execute(
                 "UPDATE conversations SET agent = ? WHERE id = ?", (agent_id, conversation_id)
             )
 
-        await self._writer.change(change)
+        return self._writer.change(change)
 
-    async def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> None:
+    def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> Awaitable[None]:
         """Mark the chat as holding someone else's words. The first taint stays for good."""
         encoded = encode_json(taint)
 
@@ -165,20 +169,20 @@ class Store(DoorTasks):
                 (encoded, conversation_id),
             )
 
-        await self._writer.change(change)
+        return self._writer.change(change)
 
-    async def delete_conversation(self, conversation_id: str) -> bool:
+    def delete_conversation(self, conversation_id: str) -> Awaitable[bool]:
         """Delete a chat with its messages, events and contexts; its spend stays counted."""
 
         def change(db: sqlite3.Connection) -> bool:
             sql = "DELETE FROM conversations WHERE id = ?"
             return db.execute(sql, (conversation_id,)).rowcount > 0
 
-        return await self._writer.change(change)
+        return self._writer.change(change)
 
     # -- messages and events ------------------------------------------------------------------
 
-    async def add_message(
+    def add_message(
         self,
         conversation_id: str,
         role: Role,
@@ -188,7 +192,7 @@ class Store(DoorTasks):
         *,
         id: str | None = None,
         chat_agent: bool = False,
-    ) -> Message:
+    ) -> Awaitable[Message]:
         """Store a message; with `chat_agent`, its agent becomes the chat's, in the same change."""
         if role not in ("user", "agent", "outside", "note"):
             raise ValueError(f"role must be user, agent, outside or note, not {role!r}")
@@ -209,7 +213,7 @@ class Store(DoorTasks):
                 db.execute(sql, (agent, conversation_id))
             return insert(db, "messages", message)
 
-        return dataclasses.replace(message, seq=await self._writer.change(change))
+        return _then(self._writer.change(change), lambda seq: dataclasses.replace(message, seq=seq))
 
     def messages(self, conversation_id: str, limit: int | None = None) -> list[Message]:
         """Oldest first; with `limit`, only the last `limit` of them."""
@@ -230,7 +234,7 @@ class Store(DoorTasks):
         )
         return from_row(Message, rows[0]) if rows else None
 
-    async def add_event(self, conversation_id: str, type: str, data: dict[str, Any]) -> Event:
+    def add_event(self, conversation_id: str, type: str, data: dict[str, Any]) -> Awaitable[Event]:
         clash = {"seq", "type", "created"} & set(data)
         if clash:
             raise ValueError(f"event data may not use the names {sorted(clash)}")
@@ -240,7 +244,7 @@ class Store(DoorTasks):
             _require(db, conversation_id)
             return insert(db, "events", event)
 
-        return dataclasses.replace(event, seq=await self._writer.change(change))
+        return _then(self._writer.change(change), lambda seq: dataclasses.replace(event, seq=seq))
 
     def events(self, conversation_id: str, after_seq: int = 0) -> list[Event]:
         rows = self._select(
@@ -251,7 +255,7 @@ class Store(DoorTasks):
 
     # -- spend --------------------------------------------------------------------------------
 
-    async def add_spend(
+    def add_spend(
         self,
         usd: float,
         *,
@@ -260,14 +264,14 @@ class Store(DoorTasks):
         payer: str | None = None,
         input_tokens: int = 0,
         output_tokens: int = 0,
-    ) -> None:
+    ) -> Awaitable[None]:
         """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing)."""
         if not math.isfinite(usd) or usd < 0:
             raise ValueError(f"spend must be a finite amount of dollars, zero or more, not {usd}")
         spend = Spend(
             float(usd), conversation_id, agent, payer, input_tokens, output_tokens, self._clock()
         )
-        await self._writer.change(lambda db: insert(db, "spend", spend))
+        return _then(self._writer.change(lambda db: insert(db, "spend", spend)), lambda _: None)
 
     def spent(self, conversation_id: str) -> float:
         rows = self._select(
@@ -293,7 +297,9 @@ class Store(DoorTasks):
         )
         return str(rows[0]["context_id"]) if rows else None
 
-    async def set_context_id(self, conversation_id: str, outside_id: str, context_id: str) -> None:
+    def set_context_id(
+        self, conversation_id: str, outside_id: str, context_id: str
+    ) -> Awaitable[None]:
         def change(db: sqlite3.Connection) -> None:
             _require(db, conversation_id)
             db.execute(
@@ -303,7 +309,7 @@ class Store(DoorTasks):
                 (conversation_id, outside_id, context_id),
             )
 
-        await self._writer.change(change)
+        return self._writer.change(change)
 
 
 def _require(db: sqlite3.Connection, conversation_id: str) -> None:

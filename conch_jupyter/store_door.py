@@ -7,13 +7,38 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .rows import DoorTask, Message
 from .store_db import from_row, guard, insert
 from .store_writer import Writer
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+
+def _then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Awaitable[_B]:
+    """What a change (queued already) gives its caller once committed."""
+
+    async def committed() -> _B:
+        return result(await queued)
+
+    return committed()
+
+
+class Queued(Generic[_A]):
+    """A new row queued for the writer: the row as it will be stored, known at once (`row`),
+    and, awaited, the same row once committed."""
+
+    def __init__(self, row: _A, committed: Awaitable[object]) -> None:
+        self.row = row
+        self._committed = committed
+
+    def __await__(self) -> Generator[Any, None, _A]:
+        yield from self._committed.__await__()
+        return self.row
 
 
 class StoreRows:
@@ -30,7 +55,7 @@ class StoreRows:
 
 
 class DoorTasks(StoreRows):
-    async def create_door_task(
+    def create_door_task(
         self,
         *,
         pairing_id: str,
@@ -42,7 +67,7 @@ class DoorTasks(StoreRows):
         state: str = "TASK_STATE_WORKING",
         words: str | None = None,
         note: str | None = None,
-    ) -> DoorTask:
+    ) -> Awaitable[DoorTask]:
         """A task for what a paired agent asked, with the words it asked stored in its chat (and
         `note`, Conch's note, after them), all in one change."""
         now = self._clock()
@@ -71,18 +96,16 @@ class DoorTasks(StoreRows):
                 insert(db, "messages", message)
             insert(db, "door_tasks", task)
 
-        await self._writer.change(change)
-        return task
+        return _then(self._writer.change(change), lambda _: task)
 
-    async def finish_door_task(
+    def finish_door_task(
         self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
-    ) -> None:
+    ) -> Awaitable[None]:
         now = self._clock()
-        await self._writer.change(
-            lambda db: db.execute(
-                "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?",
-                (state, reply, words, now, task_id),
-            )
+        sql = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
+        return _then(
+            self._writer.change(lambda db: db.execute(sql, (state, reply, words, now, task_id))),
+            lambda _: None,
         )
 
     def door_task(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
@@ -135,7 +158,7 @@ class DoorTasks(StoreRows):
             )
         )
 
-    async def forget_pairing(self, pairing_id: str) -> None:
+    def forget_pairing(self, pairing_id: str) -> Awaitable[None]:
         """Delete a revoked pairing's tasks and chats; what it spent stays counted."""
 
         def change(db: sqlite3.Connection) -> None:
@@ -144,7 +167,7 @@ class DoorTasks(StoreRows):
                 "DELETE FROM conversations WHERE origin = 'peer' AND pairing_id = ?", (pairing_id,)
             )
 
-        await self._writer.change(change)
+        return self._writer.change(change)
 
 
 def _message_id() -> str:

@@ -9,8 +9,9 @@ batch is rolled back and each change is tried again in a transaction of its own,
 learns about its own change and nothing is half made.
 
 A change is a function of the writer's connection, called on the writer thread; it must not touch
-anything else that is shared. `await writer.change(fn)` returns once the change is committed
-(durable, as `synchronous=FULL` makes it), never before: a 202 still means stored.
+anything else that is shared. `writer.change(fn)` queues it at once; awaiting what it returns
+gives the result once the change is committed (durable, as `synchronous=FULL` makes it), never
+before: a 202 still means stored.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import concurrent.futures
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -55,23 +56,13 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="conch-store-writer", daemon=True)
         self._thread.start()
 
-    async def change(self, change: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Make one change and return its result once it is committed."""
-        done = asyncio.wrap_future(self._put(change))
-        try:
-            # Shielded: a cancelled caller does not take back a change already queued.
-            return await asyncio.shield(done)
-        except asyncio.CancelledError:
-            # Let the cancellation through only once the change is made, so the caller's next
-            # step (and whoever catches the cancellation) finds the store as the call left it.
-            while not done.done():
-                try:
-                    await asyncio.shield(done)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:  # the caller is cancelled: its change's error is moot
-                    break
-            raise
+    def change(self, change: Callable[[sqlite3.Connection], _T]) -> Coroutine[Any, Any, _T]:
+        """Queue one change now, and return what to await for its result once committed.
+
+        Queued at the call, not at the await: changes are made in the order they were asked
+        for, so a caller may ask for several and await them together (one commit for all).
+        """
+        return _committed(self._put(change))
 
     def change_now(self, change: Callable[[sqlite3.Connection], _T]) -> _T:
         """Make one change and wait for it, blocking: for start-up, before the server serves."""
@@ -151,3 +142,21 @@ class Writer:
             return False, error
         self._db.execute("RELEASE change")
         return True, value
+
+
+async def _committed(queued: concurrent.futures.Future[_T]) -> _T:
+    done = asyncio.wrap_future(queued)
+    try:
+        # Shielded: a cancelled caller does not take back a change already queued.
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        # Let the cancellation through only once the change is made, so the caller's next step
+        # (and whoever catches the cancellation) finds the store as the call left it.
+        while not done.done():
+            try:
+                await asyncio.shield(done)
+            except asyncio.CancelledError:
+                continue
+            except Exception:  # the caller is cancelled: its change's error is moot
+                break
+        raise

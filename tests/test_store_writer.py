@@ -151,3 +151,14 @@ async def test_closing_makes_what_is_queued_then_refuses_more(tmp_path: Path) ->
         await store.add_message(chat.id, "user", "too late")
     with Store(path, time.time) as again:
         assert len(again.messages(chat.id)) == 20
+
+
+async def test_changes_are_made_in_the_order_asked_not_the_order_awaited(store: Store) -> None:
+    opened = store.create_conversation("new")  # queued now; its row is known at once
+    chat = opened.row
+    first = store.add_message(chat.id, "user", "first")  # queued behind the chat it belongs to
+    second = store.add_message(chat.id, "user", "second")
+    said_second, said_first = await second, await first
+    assert await opened == chat == store.get_conversation(chat.id)
+    assert said_first.seq < said_second.seq
+    assert [m.text for m in store.messages(chat.id)] == ["first", "second"]

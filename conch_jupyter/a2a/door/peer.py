@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,10 +97,11 @@ class PeerService:
         # Taken before the first await: a second message with this key now finds it busy.
         running = self._running[pairing.id] = Running("")
         try:
-            chat = await self._chat(pairing, agent, context_id)
+            chat, opened = self._chat(pairing, agent, context_id)
             command = is_command(text)
-            # The caller's words, the task and (for a command) Conch's note: one change.
-            door_task = await self.store.create_door_task(
+            # The caller's words, the task and (for a command) Conch's note: one change, queued
+            # right behind the new chat's (if it is new), so both go in one commit.
+            asked = self.store.create_door_task(
                 pairing_id=pairing.id,
                 agent=agent.id,
                 context_id=context_id,
@@ -111,6 +112,9 @@ class PeerService:
                 words=COMMAND_REFUSED if command else None,
                 note=f"Refused: {COMMAND_REFUSED}" if command else None,
             )
+            if opened is not None:
+                await opened
+            door_task = await asked
         except BaseException:
             self._release(pairing.id, running)
             raise
@@ -238,20 +242,24 @@ class PeerService:
         if over is not None:
             raise _refusal(over)
 
-    async def _chat(self, pairing: Pairing, agent: Agent, context_id: str) -> Conversation:
+    def _chat(
+        self, pairing: Pairing, agent: Agent, context_id: str
+    ) -> tuple[Conversation, Awaitable[Conversation] | None]:
+        """The context's chat, and for a new one the change that stores it (queued, to await)."""
         # One chat per context and agent: a context reused with another agent is another chat.
         key = f"{agent.id}/{context_id}"
         chat = self.store.find_peer_chat(pairing.id, key)
-        if chat is None:
-            chat = await self.store.create_conversation(
-                title=f"{agent.name} with {pairing.label}",
-                origin="peer",
-                pairing_id=pairing.id,
-                context_key=key,
-                tainted={"kind": "person", "by": pairing.label},
-                agent=agent.id,
-            )
-        return chat
+        if chat is not None:
+            return chat, None
+        opened = self.store.create_conversation(
+            title=f"{agent.name} with {pairing.label}",
+            origin="peer",
+            pairing_id=pairing.id,
+            context_key=key,
+            tainted={"kind": "person", "by": pairing.label},
+            agent=agent.id,
+        )
+        return opened.row, opened
 
 
 def _refusal(over: OverBound) -> Refusal:
