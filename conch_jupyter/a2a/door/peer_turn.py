@@ -11,6 +11,7 @@ ends in a state, and the chat keeps what was said, with a note for its owner.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -79,7 +80,7 @@ class PeerTurn:
     retry_delay: float
 
     async def run(self) -> None:
-        pairing, agent, chat, task_id = self.pairing, self.agent, self.chat, self.task_id
+        pairing, agent, chat = self.pairing, self.agent, self.chat
         parts: list[str] = []
         usage: Usage | None = None
         said = [
@@ -114,36 +115,48 @@ class PeerTurn:
             return
         except ProviderError as error:
             # The details (addresses, statuses) are for the owner, not for the caller.
-            await self._keep(parts, note=f"{agent.name} could not answer: {error.words}")
-            await self.store.finish_door_task(
-                task_id, "TASK_STATE_FAILED", words=f"{agent.name} could not answer just now."
+            await self._keep(
+                parts,
+                "TASK_STATE_FAILED",
+                note=f"{agent.name} could not answer: {error.words}",
+                words=f"{agent.name} could not answer just now.",
             )
             return
         except asyncio.CancelledError:
             if self.running.ending == "canceled":
-                await self._keep(parts, note="The other agent canceled the answer.")
-                await self.store.finish_door_task(task_id, "TASK_STATE_CANCELED", words="Canceled.")
+                note = "The other agent canceled the answer."
+                await self._keep(parts, "TASK_STATE_CANCELED", note=note, words="Canceled.")
             elif self.running.ending is None:  # the server is stopping
                 await self._end(parts, "The server stopped during the answer.")
             raise
-        await self._keep(parts)
         await record_spend(self.store, agent, usage, conversation_id=chat.id, payer=pairing.id)
         reply = "".join(parts)
         if reply.strip():
-            await self.store.finish_door_task(task_id, "TASK_STATE_COMPLETED", reply=reply)
+            await self._keep(parts, "TASK_STATE_COMPLETED", reply=reply)
         else:
-            await self.store.finish_door_task(
-                task_id, "TASK_STATE_FAILED", words=f"{agent.name} gave no answer."
-            )
+            await self._keep(parts, "TASK_STATE_FAILED", words=f"{agent.name} gave no answer.")
 
     async def _end(self, parts: list[str], words: str) -> None:
-        await self._keep(parts, note=f"{words} The answer was stopped.")
-        await self.store.finish_door_task(self.task_id, "TASK_STATE_FAILED", words=words)
+        note = f"{words} The answer was stopped."
+        await self._keep(parts, "TASK_STATE_FAILED", note=note, words=words)
 
-    async def _keep(self, parts: list[str], note: str | None = None) -> None:
-        """What was said before the end (a stopped answer keeps its words), then Conch's note."""
+    async def _keep(
+        self,
+        parts: list[str],
+        state: str,
+        *,
+        note: str | None = None,
+        reply: str | None = None,
+        words: str | None = None,
+    ) -> None:
+        """What was said before the end (a stopped answer keeps its words), Conch's note, and
+        how the task ended: queued together, so one commit stores them all."""
         text = "".join(parts)
+        queued: list[Awaitable[object]] = []
         if text:
-            await self.store.add_message(self.chat.id, "agent", text, agent=self.agent.id)
+            queued.append(self.store.add_message(self.chat.id, "agent", text, agent=self.agent.id))
         if note:
-            await self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
+            queued.append(self.store.add_message(self.chat.id, "note", clean_text(note, 2_000)))
+        queued.append(self.store.finish_door_task(self.task_id, state, reply=reply, words=words))
+        for change in queued:
+            await change
