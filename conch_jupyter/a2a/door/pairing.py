@@ -11,6 +11,7 @@ Not thread-safe: one thread (the Jupyter server's event loop) reads and writes t
 from __future__ import annotations
 
 import builtins
+import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ...files import Stamp, atomic_write_json, file_stamp, read_json
+from ...files import Stamp, atomic_write_bytes, file_stamp, read_json
 from .rules import DoorKeys, hash_key, new_key
 
 SCOPE_PREFIX = "agent:"
@@ -129,6 +130,7 @@ class PairingStore:
         self.path = Path(path)
         self._clock = clock
         self._cache: _Known | None = None
+        self._lines: dict[str, tuple[StoredPairing, str]] = {}  # id → (pairing, its JSON line)
 
     def __repr__(self) -> str:
         return f"PairingStore({str(self.path)!r})"
@@ -177,7 +179,7 @@ class PairingStore:
         )
         # A new file around the pairings already read (and validated): a shallow copy.
         current = self._current().file
-        self._write(current.model_copy(update={"pairings": [*current.pairings, stored]}))
+        self._write(current.model_copy(update={"pairings": [*current.pairings, stored]}), stored)
         return NewPairing(_pairing(stored), key, paste_text(agents[0][1], address, key))
 
     def delete(self, pairing_id: str) -> None:
@@ -197,7 +199,37 @@ class PairingStore:
             self._cache = _known(stamp, file)
         return self._cache
 
-    def _write(self, file: PairingsFile) -> None:
-        atomic_write_json(self.path, file)
-        # What was just written is what the next read would parse: keep it instead.
-        self._cache = _known(file_stamp(self.path), file)
+    def _write(self, file: PairingsFile, added: StoredPairing | None = None) -> None:
+        before = self._cache
+        atomic_write_bytes(self.path, self._text(file).encode("utf-8"))
+        # What was just written is what the next read would parse: keep it instead, and for one
+        # pairing added, add it to what was known rather than build it all again.
+        stamp = file_stamp(self.path)
+        if added is None or before is None:
+            self._cache = _known(stamp, file)
+            return
+        by_id = {**before.by_id, added.id: _pairing(added)}
+        keys = before.keys.with_key(added.id, added.key_sha256, added.remote)
+        self._cache = _Known(stamp, file, by_id, keys)
+
+    def _text(self, file: PairingsFile) -> str:
+        """The file as indented JSON, one pairing a line. Each pairing's line is made once and
+        kept (a stored pairing never changes), so making a pairing does not re-encode them all:
+        json's indented encoding is pure Python, about 15 ms for 1,000 pairings."""
+        lines = []
+        for pairing in file.pairings:
+            made = self._lines.get(pairing.id)
+            if made is None or made[0] is not pairing:
+                made = self._lines[pairing.id] = (pairing, _json(pairing.model_dump(mode="json")))
+            lines.append(made[1])
+        if len(self._lines) > len(lines):  # some were removed
+            for gone in self._lines.keys() - {p.id for p in file.pairings}:
+                del self._lines[gone]
+        top = file.model_dump(mode="json", exclude={"pairings"})
+        fields = [f"  {_json(name)}: {_json(value)}" for name, value in top.items()]
+        listed = "[\n" + ",\n".join(f"    {line}" for line in lines) + "\n  ]" if lines else "[]"
+        return "{\n" + ",\n".join([*fields, f'  "pairings": {listed}']) + "\n}\n"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)

@@ -81,6 +81,12 @@ class DoorKeys:
     def __len__(self) -> int:
         return len(self._by_hash)
 
+    def with_key(self, pairing_id: str, digest: str, remote: bool) -> DoorKeys:
+        """These keys and one more (a new pairing), without building them all again."""
+        more = DoorKeys(())
+        more._by_hash = {**self._by_hash, digest: (pairing_id, remote)}
+        return more
+
     def match(self, key: str) -> tuple[str, bool] | None:
         """(pairing id, marked remote) of the pairing `key` opens, or None."""
         if not _KEY_SHAPE.fullmatch(key):
