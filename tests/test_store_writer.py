@@ -141,9 +141,7 @@ async def test_closing_makes_what_is_queued_then_refuses_more(tmp_path: Path) ->
     path = tmp_path / "conch.sqlite3"
     store = Store(path, time.time)
     chat = await store.create_conversation()
-    queued = [
-        asyncio.ensure_future(store.add_message(chat.id, "user", f"m{n}")) for n in range(20)
-    ]
+    queued = [asyncio.ensure_future(store.add_message(chat.id, "user", f"m{n}")) for n in range(20)]
     await asyncio.sleep(0)  # each has been queued
     store.close()
     await asyncio.gather(*queued)
