@@ -237,6 +237,11 @@ async def test_the_card_is_a_strict_a2a_1_0_card(api: Api, door: str, jp_http_po
     assert root["name"] == "Researcher"
     assert root["description"] == "Finds things."
     assert "SECRET-1" not in json.dumps(root)
+    # The card's bytes are made once, yet an edit of the agent shows on the next request.
+    await api("PATCH", "agents/researcher", {"persona": "Finds more things."})
+    async with httpx.AsyncClient(headers=bearer(made["key"]), timeout=10) as http:
+        edited = (await http.get(f"{door}.well-known/agent-card.json")).json()
+    assert edited["description"] == "Finds more things."
     assert (
         writer["supportedInterfaces"][0]["url"]
         == f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer"

@@ -439,3 +439,31 @@ async def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) ->
     assert store.get_conversation(chat.id) is None
     assert store.door_task(other.id, "p_2", "writer") is not None
     assert store.spent_since(0, payer="p_1") == 0.25  # a revoked key's spend stays counted
+
+
+async def test_what_the_door_and_a_reply_store_together(store: Store) -> None:
+    # A door chat is made with its agent; a task with the caller's words (and a note) in it.
+    chat = await store.create_conversation(
+        origin="peer", pairing_id="p_1", context_key="writer/c", agent="writer"
+    )
+    assert chat.agent == "writer"
+    assert store.get_conversation(chat.id) == chat
+    task = await store.create_door_task(
+        pairing_id="p_1", agent="writer", context_id="c", conversation_id=chat.id,
+        asked="/reset", asked_id="m1", state="TASK_STATE_REJECTED", words="No commands.",
+        note="Refused: no commands.",
+    )  # fmt: skip
+    said = store.messages(chat.id)
+    assert [(m.role, m.text) for m in said] == [
+        ("outside", "/reset"),
+        ("note", "Refused: no commands."),
+    ]
+    assert store.door_task(task.id, "p_1", "writer") == task
+    # A reply becomes the chat's agent's in the same change as the message.
+    mine = await store.create_conversation()
+    reply = await store.add_message(mine.id, "agent", "Hi", agent="ann", chat_agent=True)
+    stored = store.get_conversation(mine.id)
+    assert stored is not None
+    assert (stored.agent, store.messages(mine.id)) == ("ann", [reply])
+    with pytest.raises(NotFound):
+        await store.add_message("c_gone", "agent", "Hi", agent="ann", chat_agent=True)
