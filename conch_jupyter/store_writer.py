@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -28,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from .store_db import guard, rollback
 
+log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 # Enough to make a burst one commit; a bound so one commit never grows without limit.
 _BATCH_MAX = 256
@@ -103,7 +106,12 @@ class Writer:
                         stopping = True
                         break
                     batch.append(job)
-                self._commit(batch)
+                try:
+                    self._commit(batch)
+                except Exception as error:  # a bug here must not leave callers waiting forever
+                    log.exception("Conch store: the writer failed a batch")
+                    for job in batch:
+                        _settle(job.done, False, error)
         finally:
             self._db.close()
 
@@ -124,10 +132,7 @@ class Writer:
             cause = error.__cause__ if isinstance(error, _BatchBroken) else None
             outcomes = [(False, cause or error)]
         for job, (ok, value) in zip(batch, outcomes, strict=True):
-            if ok:
-                job.done.set_result(value)
-            else:
-                job.done.set_exception(value)
+            _settle(job.done, ok, value)
 
     def _one(self, job: _Job[Any]) -> tuple[bool, Any]:
         self._db.execute("SAVEPOINT change")
@@ -142,6 +147,15 @@ class Writer:
             return False, error
         self._db.execute("RELEASE change")
         return True, value
+
+
+def _settle(done: concurrent.futures.Future[Any], ok: bool, value: Any) -> None:
+    """Tell the caller; one that is already told (or gave up) is left alone."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
 
 
 async def _committed(queued: concurrent.futures.Future[_T]) -> _T:
