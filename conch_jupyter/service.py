@@ -318,7 +318,12 @@ class RoundService:
                 raise  # the server is stopping, not the user
             return rnd.ended
         except OutsideError as error:
-            self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
+            failed = f"{turn.agent} did not answer: {error.message}"
+            if not error.answered:
+                # Nothing came back at all: the round ends in error, never as if it had answered.
+                log.warning("Conch: chat %s: %s", chat.id, failed)
+                return rnd.handle(ProviderFailed(turn.agent, failed))
+            self._note(chat.id, failed)
             return rnd.handle(OutsideAnswered(turn.agent))
         finally:
             chat.reply = None

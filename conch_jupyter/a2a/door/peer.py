@@ -22,10 +22,11 @@ from ...agents import Agent, AgentStore
 from ...spend import Budget, month_spent_over
 from ...store import Conversation, Store
 from ...talk import clean_text
-from ..wire import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
+from ..wire import STATES_V03, ErrorCode, Version, new_id
 from .calls import Call, Refusal, list_json, list_query, message_words, task_json
 from .card import agent_card, agent_card_v03
 from .pairing import Pairing
+from .params import ListParams, SendParams, TaskParams
 from .peer_turn import PeerTurn, Running
 from .rules import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
 

@@ -14,7 +14,8 @@ import asyncio
 
 import httpx
 
-from ..wire import CardInfo, WireError, parse_card
+from ..reading import CardInfo, parse_card
+from ..wire import WireError
 from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
 
 WELL_KNOWN = "/.well-known/agent-card.json"
