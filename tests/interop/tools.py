@@ -1,0 +1,139 @@
+"""What the interop suite needs to run other people's A2A code the way its users run it.
+
+Each implementation runs in a process of its own, installed from its package registry: the
+JavaScript SDK from npm (tests/interop/js, with its committed lock file), and every Python
+package that cannot share the test venv (another a2a-sdk version, an agent framework) in a venv
+of its own. Both are built by the first test that needs them and kept in a cache folder
+(`.interop/` at the top of the repository, or CONCH_INTEROP_CACHE), so later runs start at once.
+A test is skipped, saying why, only where the implementation cannot be installed here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+JS = HERE / "js"
+PY = HERE / "py"
+INSTALL_SECONDS = 900
+
+
+def cache_dir() -> Path:
+    folder = Path(os.environ.get("CONCH_INTEROP_CACHE") or HERE.parents[1] / ".interop")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    # Two pytest processes may want the same install at once: one builds, the other waits.
+    with open(cache_dir() / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _tail(output: str) -> str:
+    return " | ".join(output.strip().splitlines()[-3:])[-400:]
+
+
+def node_project() -> Path:
+    """tests/interop/js with its node_modules installed from the lock file (`npm ci`)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node.js and npm are not installed, so the JavaScript SDK cannot run")
+    with _locked("node"):
+        if not (JS / "node_modules" / "@a2a-js" / "sdk" / "package.json").exists():
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"],
+                cwd=JS,
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_SECONDS,
+            )
+            if done.returncode != 0:
+                pytest.skip(f"npm could not install the JavaScript SDK: {_tail(done.stderr)}")
+    return JS
+
+
+def python_env(name: str, requirements: list[str]) -> Path:
+    """The python of a venv holding exactly `requirements`, built once and cached."""
+    key = "\n".join([sys.version, *requirements]).encode()
+    home = cache_dir() / f"{name}-{hashlib.sha256(key).hexdigest()[:12]}"
+    python = home / "bin" / "python"
+    ready = home / "ready"
+    with _locked(name):
+        if not ready.exists():
+            shutil.rmtree(home, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True, timeout=120)
+            done = subprocess.run(
+                [str(python), "-m", "pip", "install", "--quiet", *requirements],
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_SECONDS,
+            )
+            if done.returncode != 0:
+                shutil.rmtree(home, ignore_errors=True)
+                pytest.skip(f"pip could not install {' '.join(requirements)}: {_tail(done.stderr)}")
+            ready.write_text("\n".join(requirements) + "\n")
+    return python
+
+
+async def run_json(*command: str, timeout: float = 60, env: dict[str, str] | None = None) -> Any:
+    """Run a program to its end (the test's event loop keeps serving meanwhile); the one JSON
+    object it printed last."""
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except asyncio.TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"{command[:2]} did not finish within {timeout} s") from None
+    lines = out.decode().strip().splitlines()
+    assert process.returncode == 0 and lines, (
+        f"{command[:2]} exited {process.returncode}: {err.decode()[-2000:]}"
+    )
+    return json.loads(lines[-1])
+
+
+@asynccontextmanager
+async def serving(*command: str, timeout: float = 60) -> AsyncIterator[int]:
+    """Start a server program that prints {"port": N} once it listens; yield N; stop it."""
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), timeout)
+            port = int(json.loads(line)["port"])
+        except (asyncio.TimeoutError, ValueError, KeyError):
+            process.kill()
+            err = (await process.stderr.read()).decode()[-2000:]
+            raise AssertionError(f"{command[:2]} did not start: {err}") from None
+        yield port
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except asyncio.TimeoutError:
+                process.kill()
+                await process.wait()
