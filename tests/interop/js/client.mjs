@@ -2,7 +2,18 @@
 // the address a person was given, then card, send, get, list and cancel. Run by
 // tests/interop/test_js_sdk.py as `node client.mjs ADDRESS KEY TEXT`; prints one JSON object:
 // each step's result in ProtoJSON, or the error it raised ({"error": name, "message": ...}).
-import { GetExtendedAgentCardRequest, Message, Task, ListTasksResponse, AgentCard } from '@a2a-js/sdk';
+// Requests are built with the SDK's fromJSON, as TypeScript's types make its users do: a bare
+// object leaves out the defaults the SDK's own serialisation relies on.
+import {
+  AgentCard,
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  Task,
+} from '@a2a-js/sdk';
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -44,6 +55,7 @@ try {
   console.log(JSON.stringify(out));
   process.exit(0);
 }
+// The card declares an extended card, so this asks for it too (GetExtendedAgentCard).
 out.card = await step(() => client.getAgentCard(), (c) => AgentCard.toJSON(c));
 const message = Message.fromJSON({
   messageId: `js-${Date.now()}`,
@@ -52,17 +64,19 @@ const message = Message.fromJSON({
   contextId: 'js-context',
 });
 out.send = await step(
-  () => client.sendMessage({ message, configuration: { acceptedOutputModes: ['text/plain'] } }),
+  () =>
+    client.sendMessage(
+      SendMessageRequest.fromJSON({
+        message: Message.toJSON(message),
+        configuration: { acceptedOutputModes: ['text/plain'] },
+      }),
+    ),
   (r) => ('status' in r ? Task.toJSON(r) : Message.toJSON(r)),
 );
 const taskId = out.send?.id;
-out.get = await step(() => client.getTask({ id: taskId }), (t) => Task.toJSON(t));
-out.getAgain = await step(() => client.getTask({ id: taskId }), (t) => Task.toJSON(t));
-out.list = await step(() => client.listTasks({}), (l) => ListTasksResponse.toJSON(l));
-out.cancel = await step(() => client.cancelTask({ id: taskId }), (t) => Task.toJSON(t));
-out.missing = await step(() => client.getTask({ id: 'no-such-task' }), (t) => Task.toJSON(t));
-out.extendedCard = await step(
-  () => client.getExtendedAgentCard?.(GetExtendedAgentCardRequest.fromJSON({})),
-  (c) => (c ? AgentCard.toJSON(c) : null),
-);
+out.get = await step(() => client.getTask(GetTaskRequest.fromJSON({ id: taskId })), (t) => Task.toJSON(t));
+out.getAgain = await step(() => client.getTask(GetTaskRequest.fromJSON({ id: taskId })), (t) => Task.toJSON(t));
+out.list = await step(() => client.listTasks(ListTasksRequest.fromJSON({})), (l) => ListTasksResponse.toJSON(l));
+out.cancel = await step(() => client.cancelTask(CancelTaskRequest.fromJSON({ id: taskId })), (t) => Task.toJSON(t));
+out.missing = await step(() => client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' })), (t) => Task.toJSON(t));
 console.log(JSON.stringify(out));
