@@ -21,7 +21,7 @@ from conch_jupyter.a2a.door.calls import (
     task_json,
     version_of,
 )
-from conch_jupyter.a2a.door.card import agent_card, agent_card_v03
+from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
 from conch_jupyter.a2a.door.params import ListParams, SendParams
 from conch_jupyter.a2a.door.peer_turn import peer_prompt
 from conch_jupyter.a2a.door.rules import (
@@ -552,6 +552,11 @@ def test_one_card_reads_as_a2a_1_0_and_as_0_3_as_the_reference_sdk_serves_it() -
     assert parsed.description == "Writes well."  # cleaned of reordering characters
     assert len(parsed.skills) == 1
     assert agent_card(name="W", persona="", endpoint=endpoint)["description"]
+    # Asked for by a 1.0 method, the card is 1.0 alone: strict parsing finds no unknown member.
+    strict = json_format.ParseDict(
+        agent_card_v1(name="W", persona="", endpoint=endpoint), AgentCard()
+    )
+    assert len(strict.supported_interfaces) == 2
     old = agent_card_v03(name="Writer", persona="Writes.", endpoint=endpoint)
     assert types_v03.AgentCard.model_validate(old).url == endpoint
     assert "supportedInterfaces" not in old

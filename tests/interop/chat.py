@@ -14,7 +14,8 @@ async def pairing(api: Api, agent: str = "writer") -> tuple[str, str]:
     assert status == 201, made
     address = re.search(r"^Address: (\S+)$", made["paste"], re.M)
     key = re.search(r"^Key: (\S+)$", made["paste"], re.M)
-    assert address and key, made["paste"]
+    assert address, made["paste"]
+    assert key, made["paste"]
     return address[1], key[1]
 
 
@@ -27,7 +28,9 @@ async def add_outside(api: Api, paste: str) -> dict[str, Any]:
 async def ask_in_chat(api: Api, name: str, text: str) -> dict[str, Any]:
     """Mention an outside agent in a new chat; the chat once its round has ended."""
     _, chat = await api("POST", "conversations", {})
-    status, _ = await api("POST", f"conversations/{chat['id']}/messages", {"text": f"@{name} {text}"})
+    status, _ = await api(
+        "POST", f"conversations/{chat['id']}/messages", {"text": f"@{name} {text}"}
+    )
     assert status == 202
     return await settled(api, chat["id"], timeout=30)
 

@@ -107,9 +107,9 @@ async def run_json(*command: str, timeout: float = 60, env: dict[str, str] | Non
         await process.wait()
         raise AssertionError(f"{command[:2]} did not finish within {timeout} s") from None
     lines = out.decode().strip().splitlines()
-    assert process.returncode == 0 and lines, (
-        f"{command[:2]} exited {process.returncode}: {err.decode()[-2000:]}"
-    )
+    said = f"{command[:2]} exited {process.returncode}: {err.decode()[-2000:]}"
+    assert process.returncode == 0, said
+    assert lines, said
     return json.loads(lines[-1])
 
 
@@ -119,7 +119,8 @@ async def serving(*command: str, timeout: float = 60) -> AsyncIterator[int]:
     process = await asyncio.create_subprocess_exec(
         *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     try:
         try:
             line = await asyncio.wait_for(process.stdout.readline(), timeout)

@@ -1,6 +1,7 @@
-"""The door's agent card, pure: one card that A2A 1.0 and 0.3 clients both read, for the
-well-known places and GetExtendedAgentCard, and the card in 0.3's shape alone for a caller that
-asked with agent/getAuthenticatedExtendedCard.
+"""The door's agent card, pure: one card that A2A 1.0 and 0.3 clients both read at the
+well-known places, where nothing says which version the caller speaks; and for a caller that asked
+for the card by a method, the card in that method's version alone (GetExtendedAgentCard: 1.0,
+agent/getAuthenticatedExtendedCard: 0.3).
 
 The one card is built the way the reference SDK (a2a-sdk 1.x) serves an agent that declares a 0.3
 interface too: the 1.0 card, its interfaces listing the same JSON-RPC endpoint for 1.0 and 0.3,
@@ -39,8 +40,28 @@ KEY_WORDS = "The key from the pairing its owner made."
 
 
 def agent_card(*, name: str, persona: str, endpoint: str) -> dict[str, Any]:
-    """The card for both versions: the JSON-RPC endpoint, a bearer key, the persona, one skill."""
+    """The card at the well-known places, for both versions: the 1.0 card with the 0.3 card's
+    members merged in where 1.0 has none of that name."""
+    card = agent_card_v1(name=name, persona=persona, endpoint=endpoint)
     old = agent_card_v03(name=name, persona=persona, endpoint=endpoint)
+    card["securitySchemes"]["bearer"].update(old["securitySchemes"]["bearer"])
+    return {**card, **{key: old[key] for key in _V03_ONLY}}
+
+
+# The 0.3 card's members that a 1.0 card has no member of that name for.
+_V03_ONLY = (
+    "url",
+    "preferredTransport",
+    "protocolVersion",
+    "additionalInterfaces",
+    "security",
+    "supportsAuthenticatedExtendedCard",
+)
+
+
+def agent_card_v1(*, name: str, persona: str, endpoint: str) -> dict[str, Any]:
+    """The card in A2A 1.0's shape alone, for GetExtendedAgentCard: the caller asked in 1.0, and
+    strict validators reject a member 1.0 does not have."""
     return {
         "name": name,
         "description": _description(name, persona),
@@ -53,28 +74,13 @@ def agent_card(*, name: str, persona: str, endpoint: str) -> dict[str, Any]:
         # The extended card is the same card; declaring it lets a client ask for it.
         "capabilities": {"streaming": False, "pushNotifications": False, "extendedAgentCard": True},
         "securitySchemes": {
-            "bearer": {
-                "httpAuthSecurityScheme": {"scheme": "Bearer", "description": KEY_WORDS},
-                **old["securitySchemes"]["bearer"],
-            }
+            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": KEY_WORDS}}
         },
         "securityRequirements": [{"schemes": {"bearer": {}}}],
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": [_skill(name)],
-        **{key: old[key] for key in _V03_ONLY},
     }
-
-
-# The 0.3 card's members that a 1.0 card has no member of that name for.
-_V03_ONLY = (
-    "url",
-    "preferredTransport",
-    "protocolVersion",
-    "additionalInterfaces",
-    "security",
-    "supportsAuthenticatedExtendedCard",
-)
 
 
 def agent_card_v03(*, name: str, persona: str, endpoint: str) -> dict[str, Any]:
