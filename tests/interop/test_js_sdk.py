@@ -41,8 +41,8 @@ async def test_the_js_client_at_the_door(api: Api) -> None:
 
 async def test_the_js_server_as_an_outside_agent(api: Api) -> None:
     js = node_project()
-    async with serving("node", str(js / "server.mjs")) as port:
-        added = await add_outside(api, f"http://127.0.0.1:{port}")
+    async with serving("node", str(js / "server.mjs")) as served:
+        added = await add_outside(api, f"http://127.0.0.1:{served.port}")
         assert (added["name"], added["version"]) == ("Scribe", "1.0")
         chat = await ask_in_chat(api, "Scribe", "which trains run on Sunday?")
     assert outside_answers(chat) == ["Scribe heard: @Scribe which trains run on Sunday?"]

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,12 @@ def _locked(name: str) -> Iterator[None]:
     with open(cache_dir() / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def foreign_env() -> dict[str, str]:
+    """The environment for another implementation's programs: none of the test venv's paths
+    (pytest-jupyter puts all of sys.path into PYTHONPATH, which would shadow the venv's own)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 def _tail(output: str) -> str:
@@ -77,12 +84,18 @@ def python_env(name: str, requirements: list[str]) -> Path:
     with _locked(name):
         if not ready.exists():
             shutil.rmtree(home, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True, timeout=120)
+            subprocess.run(
+                [sys.executable, "-m", "venv", str(home)],
+                check=True,
+                timeout=120,
+                env=foreign_env(),
+            )
             done = subprocess.run(
                 [str(python), "-m", "pip", "install", "--quiet", *requirements],
                 capture_output=True,
                 text=True,
                 timeout=INSTALL_SECONDS,
+                env=foreign_env(),
             )
             if done.returncode != 0:
                 shutil.rmtree(home, ignore_errors=True)
@@ -91,14 +104,14 @@ def python_env(name: str, requirements: list[str]) -> Path:
     return python
 
 
-async def run_json(*command: str, timeout: float = 60, env: dict[str, str] | None = None) -> Any:
+async def run_json(*command: str, timeout: float = 60) -> Any:
     """Run a program to its end (the test's event loop keeps serving meanwhile); the one JSON
     object it printed last."""
     process = await asyncio.create_subprocess_exec(
         *command,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
+        env=foreign_env(),
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout)
@@ -113,11 +126,28 @@ async def run_json(*command: str, timeout: float = 60, env: dict[str, str] | Non
     return json.loads(lines[-1])
 
 
+@dataclass
+class Served:
+    """A server program started by `serving`: its port, and what it prints afterwards."""
+
+    port: int
+    process: asyncio.subprocess.Process
+
+    async def next_said(self, timeout: float = 10) -> Any:
+        """The next JSON object the program prints."""
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
+        return json.loads(line)
+
+
 @asynccontextmanager
-async def serving(*command: str, timeout: float = 60) -> AsyncIterator[int]:
-    """Start a server program that prints {"port": N} once it listens; yield N; stop it."""
+async def serving(*command: str, timeout: float = 60) -> AsyncIterator[Served]:
+    """Start a server program that prints {"port": N} once it listens; stop it afterwards."""
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=foreign_env(),
     )
     assert process.stdout is not None
     assert process.stderr is not None
@@ -129,7 +159,7 @@ async def serving(*command: str, timeout: float = 60) -> AsyncIterator[int]:
             process.kill()
             err = (await process.stderr.read()).decode()[-2000:]
             raise AssertionError(f"{command[:2]} did not start: {err}") from None
-        yield port
+        yield Served(port, process)
     finally:
         if process.returncode is None:
             process.terminate()
