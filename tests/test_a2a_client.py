@@ -17,9 +17,10 @@ import httpx
 import pytest
 
 from conch_jupyter.a2a.outside.cards import card_places, find_agent
-from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host, within
+from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host
 from conch_jupyter.a2a.outside.guard import GuardedTransport
 from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
+from conch_jupyter.deadlines import within
 
 from .a2a_peers import Answer, Hostile, LoopbackOnly, Peer
 

@@ -124,6 +124,7 @@ class ConchApp(ExtensionApp):
                 store=store,
                 agents=agents,
                 http=http,
+                hub=hub,
                 clock=time.time,
                 budget=budget,
                 offline_delay=self.offline_delay,

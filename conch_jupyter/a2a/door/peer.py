@@ -19,9 +19,11 @@ from typing import Any
 import httpx
 
 from ...agents import Agent, AgentStore
+from ...hub import Hub
 from ...spend import Budget, month_spent_over
 from ...store import Conversation, Store
 from ...talk import clean_text
+from ...turn import Turns
 from ..wire import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
 from .calls import Call, Refusal, list_json, list_query, message_words, task_json
 from .card import agent_card, agent_card_v03
@@ -40,6 +42,7 @@ class PeerService:
     store: Store
     agents: AgentStore
     http: httpx.AsyncClient
+    hub: Hub  # the door's chats are followed live, like any chat
     clock: Callable[[], float]
     budget: Budget = field(default_factory=Budget)
     bounds: DoorBounds = DOOR_BOUNDS
@@ -84,7 +87,8 @@ class PeerService:
         context_id = params.message.context_id or new_id()
         chat = self._chat(pairing, agent, context_id)
         asked = clean_text(text, self.bounds.message_chars)
-        self.store.add_message(chat.id, "outside", asked)
+        said = self.store.add_message(chat.id, "outside", asked)
+        self.hub.publish(chat.id, {"type": "message", "message": said.to_json()})
         new_task = dict(
             pairing_id=pairing.id,
             agent=agent.id,
@@ -101,18 +105,16 @@ class PeerService:
             return task_json(refused, version)
         door_task = self.store.create_door_task(**new_task)
         running = self._running[pairing.id] = Running(door_task.id)
-        turn = PeerTurn(
+        turns = Turns(
             self.store,
             self.agents,
+            self.hub,
             self.http,
-            pairing,
-            agent,
-            chat,
-            door_task.id,
-            running,
-            seconds=self.bounds.answer_seconds,
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
+        )
+        turn = PeerTurn(
+            turns, pairing, agent, chat, door_task.id, running, self.bounds.answer_seconds
         )
         running.job = asyncio.create_task(turn.run(), name=f"conch-door-{door_task.id}")
         try:
