@@ -166,6 +166,8 @@ class RoundService:
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
+            # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
+            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
             "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),

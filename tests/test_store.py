@@ -14,14 +14,7 @@ import pytest
 from conch_jupyter.files import StoreError
 from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store, month_start
 
-
-class Clock:
-    def __init__(self, now: float = 1_700_000_000.0, step: float = 1.0) -> None:
-        self.now, self.step = now, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
+from .conftest import Clock
 
 
 @pytest.fixture
