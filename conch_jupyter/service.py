@@ -19,8 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from .a2a.outside.service import OutsideAgents, OutsideError
 from .agents import Agent, AgentStore
 from .deadlines import settle
@@ -109,21 +107,17 @@ class RoundService:
         store: Store,
         agents: AgentStore,
         hub: Hub,
-        http: httpx.AsyncClient,
+        turns: Turns,
         budget: Budget,
         clock: Callable[[], float],
-        offline_delay: float = 0.03,
-        retry_delay: float = 1.0,
         outside: OutsideAgents | None = None,
     ) -> None:
         self.store = store
         self.agents = agents
         self.hub = hub
-        self.http = http
+        self.turns = turns
         self.budget = budget
         self.clock = clock
-        self.offline_delay = offline_delay
-        self.retry_delay = retry_delay
         self.outside = outside
         self._chats: dict[str, _Chat] = {}
 
@@ -261,7 +255,7 @@ class RoundService:
             place = {"turn": turn.turn, "handed_by": handed_by}
             self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
         reply = chat.reply = Reply()
-        taking = self._turns().take(self._turn_input(chat, room, agent, message, place), reply)
+        taking = self.turns.take(self._turn_input(chat, room, agent, message, place), reply)
         task = asyncio.create_task(taking, name=f"conch-reply-{reply.id}")
         await self._run(chat, task)
         if not task.cancelled():
@@ -315,16 +309,6 @@ class RoundService:
             await settle(task)
         finally:
             chat.running = None
-
-    def _turns(self) -> Turns:
-        return Turns(
-            self.store,
-            self.agents,
-            self.hub,
-            self.http,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
-        )
 
     def _turn_input(
         self,

@@ -90,9 +90,10 @@ class Reply:
         return bool(self.parts)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Turns:
-    """Runs turns: the store, the agents' providers and the Hub a turn needs."""
+    """Runs turns: the store, the agents' providers and the Hub a turn needs. One is shared by
+    the round driver and the door."""
 
     store: Store
     agents: AgentStore

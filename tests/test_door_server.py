@@ -91,6 +91,15 @@ async def pair(api: Api, *agents: str, **extra: Any) -> dict[str, Any]:
     return made
 
 
+async def metered_agent(api: Api, models: ScriptedModels, price: dict[str, float]) -> None:
+    """ "Meter": an agent on the scripted model server, with a price."""
+    provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}
+    status, made = await api(
+        "POST", "agents", {"name": "Meter", "provider": provider, "price": price}
+    )
+    assert status == 201, made
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
@@ -604,7 +613,7 @@ async def test_huge_bodies_are_refused_and_the_server_keeps_serving(api: Api, do
 async def test_one_at_a_time_and_cancelling_the_running_answer(
     api: Api, door: str, conch: ConchServices
 ) -> None:
-    conch.peers.offline_delay = 0.05  # about three seconds an answer: long enough to overlap
+    conch.peers.turns.offline_delay = 0.05  # about three seconds an answer: long enough to overlap
     made, other = await pair(api, "researcher"), await pair(api, "researcher")
     url = f"{door}a2a/researcher"
     first = asyncio.ensure_future(call(url, made["key"], "SendMessage", text_message("Slowly")))
@@ -623,12 +632,12 @@ async def test_one_at_a_time_and_cancelling_the_running_answer(
     assert busy["error"]["data"][0]["reason"] == "BUSY"
     assert "One message at a time" in busy["error"]["message"]
     # Another key is not held up, nor is the rest of the server.
-    conch.peers.offline_delay = 0.0
+    conch.peers.turns.offline_delay = 0.0
     _, theirs = await call(url, other["key"], "SendMessage", text_message("Quick"))
     assert theirs["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (await api("GET", "agents"))[0] == 200
     assert time.monotonic() - started < 2.0
-    conch.peers.offline_delay = 0.05
+    conch.peers.turns.offline_delay = 0.05
 
     _, canceled = await call(url, made["key"], "CancelTask", {"id": running["id"]})
     assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
@@ -668,7 +677,7 @@ async def test_five_at_once_then_twenty_a_minute(api: Api, door: str) -> None:
 
 async def test_an_answer_has_a_time_limit(api: Api, door: str, conch: ConchServices) -> None:
     conch.peers.bounds = DoorBounds(answer_seconds=0.3)
-    conch.peers.offline_delay = 0.05
+    conch.peers.turns.offline_delay = 0.05
     made = await pair(api, "researcher")
     started = time.monotonic()
     _, answer = await call(f"{door}a2a/researcher", made["key"], "SendMessage", text_message("Hi"))
@@ -684,15 +693,7 @@ async def test_an_answer_cut_at_its_deadline_is_billed_as_an_estimate(
     conch.peers.bounds = DoorBounds(answer_seconds=0.5)
     with ScriptedModels() as models:
         models.script(Reply(chunks=[f"word{i} " for i in range(100)], delay_per_chunk=0.05))
-        await api(
-            "POST",
-            "agents",
-            {
-                "name": "Meter",
-                "provider": {"kind": "openai", "model": "m", "base_url": models.openai_url},
-                "price": {"input_per_mtok": 1_000, "output_per_mtok": 2_000},
-            },
-        )
+        await metered_agent(api, models, {"input_per_mtok": 1_000, "output_per_mtok": 2_000})
         made = await pair(api, "meter")
         _, answer = await call(f"{door}a2a/meter", made["key"], "SendMessage", text_message("Go"))
     task = answer["result"]["task"]
@@ -756,15 +757,7 @@ async def test_a_dollar_a_day_of_metered_answers(api: Api, door: str, conch: Con
     with ScriptedModels() as models:
         # 10 input tokens at $0.06 each: 60 cents an answer.
         models.script(*[Reply("Priced.", usage=(10, 0))] * 3)
-        await api(
-            "POST",
-            "agents",
-            {
-                "name": "Meter",
-                "provider": {"kind": "openai", "model": "m", "base_url": models.openai_url},
-                "price": {"input_per_mtok": 60_000, "output_per_mtok": 0},
-            },
-        )
+        await metered_agent(api, models, {"input_per_mtok": 60_000, "output_per_mtok": 0})
         made = await pair(api, "meter")
         url = f"{door}a2a/meter"
         for _ in range(2):

@@ -19,6 +19,7 @@ from conch_jupyter.sealed import SealedFile
 from conch_jupyter.service import ChatNotFound, RoundService
 from conch_jupyter.spend import Budget
 from conch_jupyter.store import Store
+from conch_jupyter.turn import Turns
 
 from .conftest import Clock
 
@@ -41,10 +42,10 @@ def driver(tmp_path: Path, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Iterat
     agents.ensure_defaults(ProviderConfig("offline", model="offline"))
     hub, http = Hub(), httpx.AsyncClient()
     with Store(tmp_path / "data" / "conch.sqlite3", clock) as store:
+        turns = Turns(store, agents, hub, http, offline_delay=0.0)
         rounds = RoundService(
-            store=store, agents=agents, hub=hub, http=http, budget=Budget(), clock=clock,
-            offline_delay=0.0,
-        )  # fmt: skip
+            store=store, agents=agents, hub=hub, turns=turns, budget=Budget(), clock=clock
+        )
         yield Driver(rounds, store, agents, hub)
         jp_asyncio_loop.run_until_complete(rounds.close())
         jp_asyncio_loop.run_until_complete(http.aclose())
@@ -97,7 +98,7 @@ async def test_mentions_start_a_round_that_takes_turns_in_order(driver: Driver) 
 
 
 async def test_stop_ends_the_running_reply_and_keeps_its_words(driver: Driver) -> None:
-    driver.rounds.offline_delay = 0.05
+    driver.rounds.turns.offline_delay = 0.05
     chat = driver.store.create_conversation().id
     assert driver.rounds.stop(chat) is False  # nothing running
     driver.rounds.post(chat, "@Writer go, @Researcher next")
@@ -136,7 +137,7 @@ def test_unknown_and_door_chats_cannot_be_written_to(driver: Driver) -> None:
 
 
 async def test_close_ends_every_runner(driver: Driver) -> None:
-    driver.rounds.offline_delay = 0.05
+    driver.rounds.turns.offline_delay = 0.05
     chat = driver.store.create_conversation().id
     driver.rounds.post(chat, "A long answer, please")
     await asyncio.sleep(0.2)

@@ -16,10 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from ...agents import Agent, AgentStore
-from ...hub import Hub
 from ...spend import Budget, month_spent_over
 from ...store import Conversation, Store
 from ...talk import clean_text
@@ -41,13 +38,10 @@ COMMAND_REFUSED = "Commands (messages starting with “/”) are not taken from 
 class PeerService:
     store: Store
     agents: AgentStore
-    http: httpx.AsyncClient
-    hub: Hub  # the door's chats are followed live, like any chat
+    turns: Turns  # the one turn routine; the door's chats are followed live, like any chat
     clock: Callable[[], float]
     budget: Budget = field(default_factory=Budget)
     bounds: DoorBounds = DOOR_BOUNDS
-    offline_delay: float = 0.03
-    retry_delay: float = 1.0
     _running: dict[str, Running] = field(default_factory=dict, init=False)
     _buckets: dict[str, TokenBucket] = field(default_factory=dict, init=False)
 
@@ -88,7 +82,7 @@ class PeerService:
         chat = self._chat(pairing, agent, context_id)
         asked = clean_text(text, self.bounds.message_chars)
         said = self.store.add_message(chat.id, "outside", asked)
-        self.hub.publish(chat.id, {"type": "message", "message": said.to_json()})
+        self.turns.hub.publish(chat.id, {"type": "message", "message": said.to_json()})
         new_task = dict(
             pairing_id=pairing.id,
             agent=agent.id,
@@ -105,16 +99,8 @@ class PeerService:
             return task_json(refused, version)
         door_task = self.store.create_door_task(**new_task)
         running = self._running[pairing.id] = Running(door_task.id)
-        turns = Turns(
-            self.store,
-            self.agents,
-            self.hub,
-            self.http,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
-        )
         turn = PeerTurn(
-            turns, pairing, agent, chat, door_task.id, running, self.bounds.answer_seconds
+            self.turns, pairing, agent, chat, door_task.id, running, self.bounds.answer_seconds
         )
         running.job = asyncio.create_task(turn.run(), name=f"conch-door-{door_task.id}")
         try:
