@@ -308,7 +308,7 @@ class RoundService:
         try:
             await settle(task)
         finally:
-            chat.running = None
+            chat.running, chat.reply = None, None
 
     def _turn_input(
         self,
