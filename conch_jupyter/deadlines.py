@@ -18,6 +18,8 @@ T = TypeVar("T")
 async def within(seconds: float | None, work: Awaitable[T]) -> T:
     """`work`'s result, or asyncio.TimeoutError once `seconds` have passed (`work` is cancelled
     and waited for, so its own cleanup runs first). No limit when `seconds` is None."""
+    if seconds is None:
+        return await work  # no task of its own to wait on: a cancellation reaches it directly
     task = asyncio.ensure_future(work)
     try:
         done, _ = await asyncio.wait({task}, timeout=seconds)
