@@ -237,6 +237,11 @@ class Round:
         return [w.name for w in self._queue]
 
     @property
+    def taking_turns(self) -> bool:
+        """Whether a turn is running: the user's writing and Stop act on the round only then."""
+        return self.phase in ("speaking", "asking")
+
+    @property
     def speakers(self) -> tuple[str, ...]:
         """Everyone who has had the floor, in order of first turn."""
         return tuple(self._order)

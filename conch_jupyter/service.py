@@ -129,7 +129,7 @@ class RoundService:
         message = self.store.add_message(conversation_id, "user", text)
         self._publish_message(message)
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
-        if chat.round is not None and chat.round.phase in ("speaking", "asking"):
+        if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
@@ -140,7 +140,7 @@ class RoundService:
         """End the running round (or lone reply) at once. False when nothing was running."""
         self._require(conversation_id)
         chat = self._chats.get(conversation_id)
-        if chat is None or chat.round is None or chat.round.phase not in ("speaking", "asking"):
+        if chat is None or chat.round is None or not chat.round.taking_turns:
             return False
         chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
         if chat.running is not None:

@@ -163,8 +163,11 @@ def test_user_writing_ends_after_the_running_reply() -> None:
 
 def test_stop_ends_at_once() -> None:
     rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    assert not rnd.taking_turns
     rnd.start()
+    assert rnd.taking_turns
     end = rnd.handle(Stop())
+    assert not rnd.taking_turns
     assert isinstance(end, End)
     assert (end.reason, end.turns, rnd.phase, rnd.speaker) == ("stopped", 0, "ended", None)
 
