@@ -14,9 +14,10 @@ import asyncio
 
 import httpx
 
+from ...deadlines import duration, within
 from ..reading import CardInfo, parse_card
 from ..wire import WireError
-from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
+from .client import URL_LIMIT, A2AClient, CallFailed, same_host
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 OLD_WELL_KNOWN = "/.well-known/agent.json"

@@ -30,11 +30,12 @@ from typing import Any
 import httpx
 
 from ...agents import slug_of
+from ...deadlines import duration, within
 from ...sealed import SealedFile
 from ..reading import Outcome, parse_outcome
 from ..wire import ErrorCode, Op, Version, WireError, new_id, send_params
 from .cards import find_agent
-from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
+from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
 from .listing import (
     OutsideAgent,
