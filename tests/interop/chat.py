@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
-from ..conftest import Api, settled
+from ..conftest import Api, settled, wait_for
 
 
 async def pairing(api: Api, agent: str = "writer") -> tuple[str, str]:
@@ -42,3 +43,20 @@ def outside_answers(chat: dict[str, Any]) -> list[str]:
 def ended(chat: dict[str, Any]) -> tuple[str, int]:
     last = [e for e in chat["events"] if e["type"] == "round.ended"][-1]
     return last["reason"], last["turns"]
+
+
+async def stop_while_asking(api: Api, name: str, text: str) -> dict[str, Any]:
+    """Mention an outside agent, press Stop while it works; the chat once the round has ended."""
+    _, chat = await api("POST", "conversations", {})
+    chat_id = chat["id"]
+    await api("POST", f"conversations/{chat_id}/messages", {"text": f"@{name} {text}"})
+
+    async def asking() -> bool:
+        _, chat = await api("GET", f"conversations/{chat_id}")
+        return any(e["type"] == "round.asking" for e in chat["events"])
+
+    await wait_for(asking)
+    await asyncio.sleep(0.5)  # its task is working by now
+    status, body = await api("POST", f"conversations/{chat_id}/round/stop")
+    assert (status, body) == (200, {"stopped": True})
+    return await settled(api, chat_id)

@@ -9,13 +9,12 @@ stopped mid-answer.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from ..conftest import Api, settled, wait_for
-from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing
+from ..conftest import Api
+from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing, stop_while_asking
 from .tools import PY, python_env, run_json, serving
 
 pytestmark = pytest.mark.timeout(900)  # the first run builds the venv
@@ -55,19 +54,7 @@ async def test_the_0_3_server_as_an_outside_agent(api: Api, python: str) -> None
         assert outside_answers(chat) == ["Archivist heard: @Archivist where is the 1851 census?"]
         assert ended(chat) == ("done", 1)
 
-        # Stop while it works: the round ends at once and the agent hears CancelTask.
-        _, stopped = await api("POST", "conversations", {})
-        chat_id = stopped["id"]
-        text = {"text": "@Archivist slow search, please"}
-        await api("POST", f"conversations/{chat_id}/messages", text)
-
-        async def asking() -> bool:
-            _, chat = await api("GET", f"conversations/{chat_id}")
-            return any(e["type"] == "round.asking" for e in chat["events"])
-
-        await wait_for(asking)
-        await asyncio.sleep(0.5)  # its task is working by now
-        status, body = await api("POST", f"conversations/{chat_id}/round/stop")
-        assert (status, body) == (200, {"stopped": True})
-        assert ended(await settled(api, chat_id)) == ("stopped", 0)
+        # Stop while it works: the round ends at once and the agent hears tasks/cancel.
+        stopped = await stop_while_asking(api, "Archivist", "slow search, please")
+        assert ended(stopped) == ("stopped", 0)
         assert "canceled" in await served.next_said(timeout=10)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ..conftest import Api
-from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing
+from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing, stop_while_asking
 from .tools import node_project, run_json, serving
 
 pytestmark = pytest.mark.timeout(300)
@@ -45,5 +45,9 @@ async def test_the_js_server_as_an_outside_agent(api: Api) -> None:
         added = await add_outside(api, f"http://127.0.0.1:{served.port}")
         assert (added["name"], added["version"]) == ("Scribe", "1.0")
         chat = await ask_in_chat(api, "Scribe", "which trains run on Sunday?")
-    assert outside_answers(chat) == ["Scribe heard: @Scribe which trains run on Sunday?"]
-    assert ended(chat) == ("done", 1)
+        assert outside_answers(chat) == ["Scribe heard: @Scribe which trains run on Sunday?"]
+        assert ended(chat) == ("done", 1)
+        # Stop while it works: the round ends at once and the agent hears CancelTask.
+        stopped = await stop_while_asking(api, "Scribe", "slow search, please")
+        assert ended(stopped) == ("stopped", 0)
+        assert "canceled" in await served.next_said(timeout=10)

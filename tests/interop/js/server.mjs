@@ -2,17 +2,29 @@
 // DefaultRequestHandler, its card and JSON-RPC mounted on Express. Run by
 // tests/interop/test_js_sdk.py as `node server.mjs`; prints {"port": N} once it listens on
 // loopback, and answers every message with "Scribe heard: <the words>", as a completed task
-// with the answer as an artifact.
+// with the answer as an artifact. A message with "slow" in it is worked on for a minute instead,
+// until it is canceled: the cancel is printed as {"canceled": task id}.
 import express from 'express';
-import { AgentCard, Task } from '@a2a-js/sdk';
+import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 
 class EchoExecutor {
+  working = new Map(); // task id → { contextId, done: what ends its wait }
+
   async execute(context, bus) {
     const words = context.userMessage.parts
       .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
       .join('\n');
+    if (words.includes('slow')) {
+      const task = { id: context.taskId, contextId: context.contextId, status: { state: 'TASK_STATE_WORKING' } };
+      bus.publish(AgentEvent.task(Task.fromJSON(task)));
+      await new Promise((done) => {
+        this.working.set(context.taskId, { contextId: context.contextId, done });
+        setTimeout(done, 60_000);
+      });
+      return;
+    }
     bus.publish(
       AgentEvent.task(
         Task.fromJSON({
@@ -26,7 +38,15 @@ class EchoExecutor {
     bus.finished();
   }
 
-  async cancelTask() {}
+  async cancelTask(taskId, bus) {
+    console.log(JSON.stringify({ canceled: taskId }));
+    const working = this.working.get(taskId);
+    const contextId = working?.contextId ?? '';
+    const stopped = { taskId, contextId, status: { state: 'TASK_STATE_CANCELED' } };
+    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON(stopped)));
+    bus.finished();
+    working?.done();
+  }
 }
 
 let card;
