@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from .talk import ROUND_LIMITS, RoundLimits, mentions_in
+from .mentions import read_mentions
+from .talk import ROUND_LIMITS, RoundLimits
 
 EndReason = Literal[
     "done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"
@@ -145,7 +146,8 @@ class Roster:
     outside: tuple[str, ...] = ()
 
     def is_outside(self, name: str) -> bool:
-        return name in self.outside
+        # Your agent wins a name that both lists hold (a hand-edited file): never ask outside.
+        return name in self.outside and name not in self.ours
 
 
 @dataclass
@@ -242,7 +244,7 @@ class Round:
         self._expect_speaker(event.speaker)
         self._count_reply(event.speaker)
         if self.handing_on:
-            named = mentions_in(event.text, (*self.roster.ours, *self.roster.outside))
+            named = read_mentions(event.text, self.roster.ours, self.roster.outside).named
             outside = tuple(n for n in named if self.roster.is_outside(n))
             if outside:
                 return self._end("outside", named_outside=outside)

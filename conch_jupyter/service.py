@@ -26,6 +26,7 @@ from .agents import Agent, AgentStore
 from .files import StoreError
 from .history import Said, history_turns, system_prompt
 from .hub import Hub
+from .mentions import read_mentions, unclear_note
 from .providers import make_provider, stream_reply
 from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
 from .rounds import (
@@ -45,7 +46,7 @@ from .rounds import (
 )
 from .spend import Budget, record_spend, turn_refusal
 from .store import Conversation, Message, Store
-from .talk import ROUND_END_WORDS, end_words, mentions_in, outside_refused_note, turn_note
+from .talk import ROUND_END_WORDS, end_words, outside_refused_note, turn_note
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +218,10 @@ class RoundService:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
             return
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
-        named = mentions_in(message.text, (*roster.ours, *roster.outside))
+        mentions = read_mentions(message.text, roster.ours, roster.outside)
+        named = mentions.named
+        if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
+            self._note(chat.id, unclear_note(mentions.unclear))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
             self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
