@@ -104,7 +104,8 @@ class OutsideAgents:
         return [dataclasses.replace(a, clashes_with=found.get(a.name)) for a in agents]
 
     def get(self, outside_id: str) -> OutsideAgent:
-        return self._list.get(outside_id)
+        self._list.get(outside_id)  # "not found", in words
+        return next(a for a in self.list() if a.id == outside_id)
 
     def remove(self, outside_id: str) -> None:
         self._list.remove(outside_id)
