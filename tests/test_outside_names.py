@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from conch_jupyter.client import AsyncConchClient
+from conch_jupyter.widget import SettingsWidget
+
 from .a2a_peers import Peer
 from .conftest import Api, settled
 from .scripted_models import Reply, ScriptedModels
@@ -180,3 +183,30 @@ async def test_your_agents_cannot_clash_with_an_outside_agent_either(api: Api) -
     # Among your own agents: two names that read alike are one name.
     status, answer = await api("POST", "agents", {"name": "Wr\u0456ter"})
     assert (status, answer["error"]["code"]) == (409, "name_taken")
+
+
+async def test_settings_names_and_renames_an_outside_agent(
+    api: Api, jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    """The kernel side (the client and Settings) gives the name, and says a clash in words."""
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    token = jp_auth_header["Authorization"].split()[-1]
+    widget = SettingsWidget("outside", client_factory=lambda: AsyncConchClient(url, token=token))
+    widget.send = lambda content, buffers=None: None
+
+    async def act(**content: Any) -> None:
+        widget._on_view_message(widget, content, [])
+        await widget.acting()
+
+    with Peer(name="Writer") as peer:
+        await act(type="outside.add", paste=peer.address)
+        assert widget.problem["outside"].startswith("The card calls this agent “Writer”")
+        await act(type="outside.add", paste=peer.address, name="Acme Writer")
+        assert widget.problem["outside"] == ""
+        (added,) = widget.outside
+        assert added["name"] == "Acme Writer"
+        await act(type="outside.rename", id=added["id"], name="Writer please")
+        assert "starts with the name of your agent “Writer”" in widget.problem["outside"]
+        await act(type="outside.rename", id=added["id"], name="Acme Scribe")
+        assert [a["name"] for a in widget.outside] == ["Acme Scribe"]
+    await widget.client().aclose()
