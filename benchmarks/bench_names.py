@@ -3,9 +3,10 @@
 `read_mentions` runs on every message you write and every reply in a round; it adds the clash map
 (names.clashes) to `mentions_in`. The map is kept while the names stay the same, so the cost that
 matters is a message's (warm) and the first message after the roster changed (cold: every name's
-key and skeleton taken afresh, and the mention pattern built again). Rooms of 2, 10 and 50 of your agents against as many outside
-agents; the message is 2,000 characters with a handful of mentions. Also the first call ever,
-which reads Unicode's confusables data. Prints; never asserts on speed.
+key and skeleton taken afresh, and the mention pattern built again). Rooms of 2, 10 and 50 of
+your agents against as many outside agents; the message is 2,000 characters with a handful of
+mentions. Also the first call ever, which reads Unicode's confusables data. Prints; never asserts
+on speed.
 
     .venv/bin/python benchmarks/bench_names.py
 """
