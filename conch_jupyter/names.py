@@ -147,8 +147,8 @@ def name_look(name: str) -> str:
 def _starts(longer: str, shorter: str) -> bool:
     # A separator must follow: "Researcher please" starts with "Researcher", "Researchers" does
     # not (a mention of "@Researchers" never means Researcher).
-    rest = longer[len(shorter) :]
-    return bool(shorter) and longer.startswith(shorter) and rest[:1] != "" and rest[0] in NAME_MARKS
+    after = longer[len(shorter) : len(shorter) + 1]
+    return bool(shorter and after) and longer.startswith(shorter) and after in NAME_MARKS
 
 
 # How one name clashes with another, as the words before "the name of …": by key, by look.

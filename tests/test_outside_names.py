@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conch_jupyter.a2a.outside.service import OutsideError
 from conch_jupyter.client import AsyncConchClient
 from conch_jupyter.widget import SettingsWidget
 
@@ -210,3 +211,21 @@ async def test_settings_names_and_renames_an_outside_agent(
         await act(type="outside.rename", id=added["id"], name="Acme Scribe")
         assert [a["name"] for a in widget.outside] == ["Acme Scribe"]
     await widget.client().aclose()
+
+
+async def test_nothing_is_sent_to_a_clashing_outside_agent_even_when_asked_directly(
+    api: Api, jp_serverapp: Any, conch_dir: Path
+) -> None:
+    """The last guard, below the mention rules: the service itself will not send."""
+    outside = jp_serverapp.web_app.settings["conch"].outside
+    with Peer(behaviour="echo") as peer:
+        _, added = await api("POST", "outside", {"paste": peer.address})
+        rename_by_hand(conch_dir, added["id"], "Writer please")
+        with pytest.raises(OutsideError) as refused:
+            await outside.ask(added["id"], "my secret notes", None)
+        assert refused.value.code == "name_taken"
+        assert refused.value.message == (
+            "Writer please was sent nothing: its name clashes with your agent's “Writer”, so "
+            "give it a name of its own first."
+        )
+        assert peer.sends() == []

@@ -197,6 +197,12 @@ class OutsideAgents:
     async def ask(self, outside_id: str, text: str, context_id: str | None) -> Outcome:
         """Send `text`, and only it; the answer once it is done, or OutsideError in words."""
         agent = self.get(outside_id)
+        if agent.clashes_with:  # the last guard: mentions of it go to yours (mentions.py)
+            raise OutsideError(
+                "name_taken",
+                f"{agent.name} was sent nothing: its name clashes with your agent's "
+                f"“{agent.clashes_with}”, so give it a name of its own first.",
+            )
         key = self._list.key(outside_id)
         waiting = self._waiting.get((outside_id, context_id)) if context_id else None
         try:
