@@ -30,11 +30,12 @@ from typing import Any
 
 import httpx
 
+from ...deadlines import duration, within
 from ...names import clashes, first_clash, same_name, slug_of, trimmed_name
 from ...sealed import SealedFile
 from ..wire import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
 from .cards import find_agent
-from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
+from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
 from .listing import (
     OutsideAgent,
