@@ -6,7 +6,8 @@ import asyncio
 import re
 from typing import Any
 
-from ..conftest import Api, settled, wait_for
+from ..conftest import Api, settled
+from .tools import Served
 
 
 async def pairing(api: Api, agent: str = "writer") -> tuple[str, str]:
@@ -45,18 +46,14 @@ def ended(chat: dict[str, Any]) -> tuple[str, int]:
     return last["reason"], last["turns"]
 
 
-async def stop_while_asking(api: Api, name: str, text: str) -> dict[str, Any]:
-    """Mention an outside agent, press Stop while it works; the chat once the round has ended."""
+async def stop_while_asking(api: Api, served: Served, name: str, text: str) -> dict[str, Any]:
+    """Mention an outside agent served by `served`, press Stop once it says it is working on the
+    task and Conch has had a moment to read the task's id; the chat once the round has ended."""
     _, chat = await api("POST", "conversations", {})
     chat_id = chat["id"]
     await api("POST", f"conversations/{chat_id}/messages", {"text": f"@{name} {text}"})
-
-    async def asking() -> bool:
-        _, chat = await api("GET", f"conversations/{chat_id}")
-        return any(e["type"] == "round.asking" for e in chat["events"])
-
-    await wait_for(asking)
-    await asyncio.sleep(0.5)  # its task is working by now
+    assert "working" in await served.next_said(timeout=20)
+    await asyncio.sleep(0.3)
     status, body = await api("POST", f"conversations/{chat_id}/round/stop")
     assert (status, body) == (200, {"stopped": True})
     return await settled(api, chat_id)

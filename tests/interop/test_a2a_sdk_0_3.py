@@ -56,6 +56,6 @@ async def test_the_0_3_server_as_an_outside_agent(api: Api, python: str) -> None
         assert ended(chat) == ("done", 1)
 
         # Stop while it works: the round ends at once and the agent hears tasks/cancel.
-        stopped = await stop_while_asking(api, "Archivist", "slow search, please")
+        stopped = await stop_while_asking(api, served, "Archivist", "slow search, please")
         assert ended(stopped) == ("stopped", 0)
         assert "canceled" in await served.next_said(timeout=10)

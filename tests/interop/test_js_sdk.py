@@ -53,6 +53,6 @@ async def test_the_js_server_as_an_outside_agent(api: Api) -> None:
         assert outside_answers(chat) == ["Scribe heard: @Scribe which trains run on Sunday?"]
         assert ended(chat) == ("done", 1)
         # Stop while it works: the round ends at once and the agent hears CancelTask.
-        stopped = await stop_while_asking(api, "Scribe", "slow search, please")
+        stopped = await stop_while_asking(api, served, "Scribe", "slow search, please")
         assert ended(stopped) == ("stopped", 0)
         assert "canceled" in await served.next_said(timeout=10)

@@ -3,7 +3,7 @@
 // tests/interop/test_js_sdk.py as `node server.mjs`; prints {"port": N} once it listens on
 // loopback, and answers every message with "Scribe heard: <the words>", as a completed task
 // with the answer as an artifact. A message with "slow" in it is worked on for a minute instead,
-// until it is canceled: the cancel is printed as {"canceled": task id}.
+// until it is canceled; both are printed ({"working": task id}, {"canceled": task id}).
 import express from 'express';
 import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -19,6 +19,7 @@ class EchoExecutor {
     if (words.includes('slow')) {
       const task = { id: context.taskId, contextId: context.contextId, status: { state: 'TASK_STATE_WORKING' } };
       bus.publish(AgentEvent.task(Task.fromJSON(task)));
+      console.log(JSON.stringify({ working: context.taskId }));
       await new Promise((done) => {
         this.working.set(context.taskId, { contextId: context.contextId, done });
         setTimeout(done, 60_000);

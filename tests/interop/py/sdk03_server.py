@@ -4,7 +4,7 @@ DefaultRequestHandler in its Starlette app, run by uvicorn on loopback.
 Run by tests/interop/test_a2a_sdk_0_3.py in a venv of its own: `python sdk03_server.py`. Prints
 {"port": N} once it listens; answers every message with "Archivist heard: <the words>" as a
 completed task with the answer as an artifact, and "slow" messages only after a minute (for Stop,
-which must cancel the task: the cancel is printed as {"canceled": task id}).
+which must cancel the task; both are printed: {"working": task id}, {"canceled": task id}).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Archivist(AgentExecutor):
         words = context.get_user_input()
         if "slow" in words:
             await updater.start_work()
+            print(json.dumps({"working": task.id}), flush=True)
             await asyncio.sleep(60)
         await updater.add_artifact([Part(root=TextPart(text=f"Archivist heard: {words}"))])
         await updater.complete()
