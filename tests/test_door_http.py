@@ -16,7 +16,9 @@ from jupyter_server.auth.identity import IdentityProvider, User
 from tornado import web
 
 from .conftest import Api
-from .test_door_server import bearer, call, pair, text_message
+from .test_door_server import bearer, call, http_server, pair, text_message
+
+__all__ = ["http_server"]  # the server with xheaders as ServerApp makes it, for trust_xheaders
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -152,3 +154,47 @@ async def test_the_door_never_asks_jupyters_identity_provider(
         )
     assert response.status_code == 200
     assert RecordingIdentityProvider.asked == [f"{door.split(':', 2)[2][5:]}conch/api/agents"]
+
+
+# An HTTPS ingress in front of JupyterHub's proxy, as the single-user server sees a request: the
+# ingress wrote the client and the scheme, the hub's proxy appended its own hop to each.
+INGRESS = {
+    "X-Forwarded-For": "203.0.113.9, 127.0.0.1",
+    "X-Forwarded-Proto": "https,http",
+    "X-Forwarded-Host": "conch.example.org",
+}
+
+
+@pytest.mark.parametrize("serverapp_config", [{"trust_xheaders": True}])
+@pytest.mark.parametrize("conch_config", [{"door_remote": True}])
+async def test_behind_an_ingress_and_the_hubs_proxy(api: Api, door: str, jp_base_url: str) -> None:
+    local = await pair(api, "researcher")
+    status, remote = await api(  # a copy: jp_fetch adds the token to the headers it is given
+        "POST", "pairings", {"agents": ["researcher"], "remote": True}, headers=dict(INGRESS)
+    )
+    assert status == 201, remote
+    # The address handed out is the one the ingress serves, over HTTPS.
+    assert remote["address"] == f"https://conch.example.org{jp_base_url}a2a/researcher/"
+    card = f"{door}.well-known/agent-card.json"
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(card, headers={**bearer(remote["key"]), **INGRESS})
+        assert response.status_code == 200, response.text
+        assert response.json()["supportedInterfaces"][0]["url"] == remote["address"].rstrip("/")
+        # From another computer, a key not marked remote stays out …
+        response = await http.get(card, headers={**bearer(local["key"]), **INGRESS})
+        assert (response.status_code, response.json()["error"]["code"]) == (403, "not_from_there")
+        # … however the request claims to be from this computer.
+        for claim in ({"X-Real-Ip": "127.0.0.1"}, {"X-Forwarded-For": "127.0.0.1, 203.0.113.9"}):
+            headers = {**bearer(local["key"]), **INGRESS, **claim}
+            response = await http.get(card, headers=headers)
+            assert response.status_code == 403, (claim, response.text)
+        # Plain HTTP at the ingress: not for a remote key either.
+        plain = {**INGRESS, "X-Forwarded-Proto": "http,http"}
+        response = await http.get(card, headers={**bearer(remote["key"]), **plain})
+        assert response.status_code == 403
+        assert "HTTPS" in response.json()["error"]["message"]
+        # Through the hub's proxy alone, on this computer, the local key works.
+        response = await http.get(
+            card, headers={**bearer(local["key"]), "X-Forwarded-For": "127.0.0.1"}
+        )
+        assert response.status_code == 200

@@ -14,7 +14,6 @@ one user, the door and the hub) runs in the default suite.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 
 from .jupyter_process import until
 from .jupyterhub_process import JupyterHubProcess, proxy_command
+from .test_door_server import text_message
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -56,7 +56,7 @@ def start_hub(proxy: Path, tmp_path: Path) -> Iterator[Hub]:
     def start(users: tuple[str, ...], serverapp: dict[str, Any]) -> JupyterHubProcess:
         config = {
             "ServerApp": {"jpserver_extensions": {"conch_jupyter": True}, **serverapp},
-            "ConchApp": {"offline_delay": 0, "retry_delay": 0.05},
+            "ConchApp": {"offline_delay": 0, "retry_delay": 0.05, "door_remote": True},
         }
         hub = JupyterHubProcess(tmp_path / f"hub{len(started)}", users, config)
         started.append(hub)
@@ -71,22 +71,19 @@ def start_hub(proxy: Path, tmp_path: Path) -> Iterator[Hub]:
 
 
 def send(text: str, context_id: str = "") -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "messageId": f"m-{time.monotonic_ns()}",
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }
-    if context_id:
-        message["contextId"] = context_id
-    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    params = text_message(text, context_id)
+    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
 
 
 def rpc_headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}", "A2A-Version": "1.0"}
 
 
-def check_the_door(hub: JupyterHubProcess, user: str, token: str) -> dict[str, Any]:
-    """The API through the proxy, a pairing under /user/<name>/ and its door; the pairing."""
+def check_the_door(
+    hub: JupyterHubProcess, user: str, token: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The API through the proxy, a pairing under /user/<name>/ and its door; the pairing, and
+    every door key made."""
     with hub.user_client(user, token) as api:
         agents = api.get("conch/api/agents")
         assert agents.status_code == 200, agents.text
@@ -122,7 +119,39 @@ def check_the_door(hub: JupyterHubProcess, user: str, token: str) -> dict[str, A
             assert answer.status_code == 200, answer.text
             task = answer.json()["result"]["task"]
             assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
-    return pairing
+    remote_key = check_an_https_ingress(hub, user, token, key)
+    return pairing, [key, remote_key]
+
+
+# What an ingress that ends TLS in front of the hub's proxy adds (the proxy appends its own hop).
+INGRESS = {
+    "X-Forwarded-For": "203.0.113.9",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Host": "conch.example.org",
+}
+
+
+def check_an_https_ingress(hub: JupyterHubProcess, user: str, token: str, local_key: str) -> str:
+    """door_remote with HTTPS at the ingress: a remote key gets in, a local one does not, however
+    the request claims to be from this computer. The remote key."""
+    with hub.user_client(user, token) as api:
+        made = api.post(
+            "conch/api/pairings", json={"agents": ["researcher"], "remote": True}, headers=INGRESS
+        )
+        assert made.status_code == 201, made.text
+    remote = made.json()
+    public = f"https://conch.example.org/user/{user}/a2a/researcher/"
+    assert remote["address"] == public
+    card = f"{hub.url}/user/{user}/.well-known/agent-card.json"
+    with httpx.Client(trust_env=False, timeout=30) as http:
+        response = http.get(card, headers={**rpc_headers(remote["key"]), **INGRESS})
+        assert response.status_code == 200, response.text
+        assert response.json()["supportedInterfaces"][0]["url"] == public.rstrip("/")
+        for claim in ({}, {"X-Real-Ip": "127.0.0.1"}):
+            response = http.get(card, headers={**rpc_headers(local_key), **INGRESS, **claim})
+            assert response.status_code == 403, (claim, response.text)
+            assert response.json()["error"]["code"] == "not_from_there"
+    return str(remote["key"])
 
 
 def check_no_door_key_reached_the_hub(hub: JupyterHubProcess, keys: list[str]) -> None:
@@ -141,8 +170,8 @@ def check_no_door_key_reached_the_hub(hub: JupyterHubProcess, keys: list[str]) -
 def test_the_door_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) -> None:
     hub = start_hub(("ann",), serverapp)
     token = hub.spawn("ann")
-    pairing = check_the_door(hub, "ann", token)
-    check_no_door_key_reached_the_hub(hub, [pairing["key"]])
+    _, keys = check_the_door(hub, "ann", token)
+    check_no_door_key_reached_the_hub(hub, keys)
 
 
 @pytest.mark.slow
@@ -150,7 +179,7 @@ def test_the_door_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) -
 def test_two_users_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) -> None:
     hub = start_hub(("ann", "bob"), serverapp)
     tokens = {user: hub.spawn(user) for user in ("ann", "bob")}
-    pairing = check_the_door(hub, "ann", tokens["ann"])
+    pairing, keys = check_the_door(hub, "ann", tokens["ann"])
 
     # One user's hub token opens nothing of the other's server.
     with hub.user_client("bob", tokens["ann"]) as intruder:
@@ -205,7 +234,18 @@ def test_two_users_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) 
         listed = bob.get("conch/api/conversations").json()["conversations"]
     assert made["chat"] not in {c["id"] for c in listed}
 
-    check_no_door_key_reached_the_hub(hub, [pairing["key"]])
+    check_no_door_key_reached_the_hub(hub, keys)
+
+    # A stopped server has no door: the hub answers for it (not in JSON), and the request, key
+    # and all, is the hub's to see. It keeps the key out of its log (docs/jupyterhub.md).
+    assert hub.hub("DELETE", "users/ann/server").status_code in (202, 204)
+    until(lambda: not hub.hub("GET", "users/ann").json().get("servers"), 60)
+    with httpx.Client(trust_env=False, timeout=30, follow_redirects=False) as http:
+        response = http.post(
+            pairing["address"], json=send("Anyone there?"), headers=rpc_headers(pairing["key"])
+        )
+    assert response.status_code in (302, 403, 424, 503), response.text[:300]
+    assert pairing["key"] not in hub.log()
 
 
 def run_in_a_kernel(hub: JupyterHubProcess, user: str, token: str, code: str) -> Any:

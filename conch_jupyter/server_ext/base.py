@@ -19,6 +19,7 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
+from ..a2a.door.forwarded import door_scheme
 from ..agents import AgentError
 from ..files import StoreError
 from ..service import ChatNotFound
@@ -47,16 +48,37 @@ def error_code(status: int) -> str:
     return HTTPStatus(status).phrase.lower().replace(" ", "_")
 
 
+def trusts_forwarded(handler: JupyterHandler) -> bool:
+    """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
+    return bool(getattr(handler.serverapp, "trust_xheaders", False))
+
+
+def socket_peer(handler: JupyterHandler) -> str:
+    """The address at the other end of the socket, whatever forwarded headers say."""
+    context = getattr(handler.request.connection, "context", None)
+    address = getattr(context, "address", None)
+    if isinstance(address, tuple) and address:
+        return str(address[0])
+    return handler.request.remote_ip or ""
+
+
+def caller_scheme(handler: JupyterHandler) -> str:
+    """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
+    return door_scheme(
+        handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
+    )
+
+
 def request_origin(handler: JupyterHandler) -> str:
-    """scheme://host as the caller reached us. With ServerApp.trust_xheaders, tornado has
-    already applied X-Forwarded-Proto (and X-Real-Ip); X-Forwarded-Host is honoured here."""
+    """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
+    was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
     host = handler.request.host
-    if getattr(handler.serverapp, "trust_xheaders", False):
+    if trusts_forwarded(handler):
         forwarded = handler.request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
         host = forwarded or host
     if not _HOST.fullmatch(host):
         host = "localhost"  # a Host no address can hold: the card must still be well formed
-    return f"{handler.request.protocol}://{host}"
+    return f"{caller_scheme(handler)}://{host}"
 
 
 def endpoint_url(handler: JupyterHandler, agent_id: str) -> str:

@@ -32,12 +32,20 @@ from tornado import web
 
 from ..a2a.door.calls import Refusal, read_call
 from ..a2a.door.card import agent_card
+from ..a2a.door.forwarded import door_address
 from ..a2a.door.pairing import Pairing, PairingError
 from ..a2a.door.rules import Denied
 from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
-from .base import endpoint_url, error_code, services_of
+from .base import (
+    caller_scheme,
+    endpoint_url,
+    error_code,
+    services_of,
+    socket_peer,
+    trusts_forwarded,
+)
 from .services import ConchServices
 
 log = logging.getLogger(__name__)
@@ -103,8 +111,10 @@ class DoorHandler(APIHandler):
             raise DoorError(NOTHING_HERE)
         verdict = self.conch.door_gate.admit(
             headers=self.request.headers,
-            address=self.request.remote_ip or "",
-            protocol=self.request.protocol,
+            address=door_address(
+                socket_peer(self), self.request.headers, trust_forwarded=trusts_forwarded(self)
+            ),
+            protocol=caller_scheme(self),
             keys=self.conch.pairings.door_keys(),
         )
         if isinstance(verdict, Denied):
