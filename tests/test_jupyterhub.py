@@ -189,12 +189,14 @@ def test_two_users_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) 
 
     # Conch↔Conch across users: Bob pastes Ann's pairing and asks her Researcher in a chat.
     with hub.user_client("bob", tokens["bob"]) as bob:
-        added = bob.post("conch/api/outside", json={"paste": pairing["paste"]})
+        # Bob has a Researcher of his own, so Ann's gets a name of Bob's choosing.
+        paste = {"paste": pairing["paste"], "name": "Ann Researcher"}
+        added = bob.post("conch/api/outside", json=paste)
         assert added.status_code == 201, added.text
-        assert added.json()["name"] == "Researcher 2"
+        assert added.json()["name"] == "Ann Researcher"
         assert pairing["key"] not in added.text
         chat = bob.post("conch/api/conversations", json={"title": "Bob asks Ann's"}).json()["id"]
-        question = "@Researcher 2 what would you look at first?"
+        question = "@Ann Researcher what would you look at first?"
         posted = bob.post(f"conch/api/conversations/{chat}/messages", json={"text": question})
         assert posted.status_code == 202, posted.text
         done = until(
