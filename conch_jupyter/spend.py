@@ -7,6 +7,7 @@ the offline default and unpriced local models always answer.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from .agents import Agent
@@ -22,26 +23,36 @@ class Budget:
     monthly_budget_usd: float | None = 50.0
 
 
-async def record_spend(
+def record_spend(
     store: Store,
     agent: Agent,
     usage: Usage | None,
     *,
     conversation_id: str,
     payer: str | None = None,
-) -> float:
-    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it."""
+) -> Awaitable[float]:
+    """Put a reply's cost in the ledger (nothing for an unpriced agent); awaited, it gives the
+    cost once stored. Queued at the call, like every change of the store, so it can share a
+    commit with what was queued just before it. Usage that Conch estimated (a cut-off reply) is
+    marked as an estimate in the ledger."""
     if usage is None or agent.price is None:
-        return 0.0
+        return _cost(None, 0.0)
     cost = agent.price.cost(usage)
-    await store.add_spend(
+    stored = store.add_spend(
         cost,
         conversation_id=conversation_id,
         agent=agent.id,
         payer=payer,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
+        estimated=usage.estimated,
     )
+    return _cost(stored, cost)
+
+
+async def _cost(stored: Awaitable[None] | None, cost: float) -> float:
+    if stored is not None:
+        await stored
     return cost
 
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .rows import DoorTask, Message
+from .rows import DoorTask
 from .store_db import from_row, guard, insert
 from .store_writer import Writer
 
@@ -66,10 +66,8 @@ class DoorTasks(StoreRows):
         asked_id: str,
         state: str = "TASK_STATE_WORKING",
         words: str | None = None,
-        note: str | None = None,
     ) -> Awaitable[DoorTask]:
-        """A task for what a paired agent asked, with the words it asked stored in its chat (and
-        `note`, Conch's note, after them), all in one change."""
+        """A task for what a paired agent asked (`asked`, also stored in its chat, by the door)."""
         now = self._clock()
         task = DoorTask(
             str(uuid.uuid4()),
@@ -85,18 +83,7 @@ class DoorTasks(StoreRows):
             now,
             now,
         )
-        messages: list[Message] = []
-        if conversation_id is not None:
-            messages.append(Message(_message_id(), conversation_id, "outside", asked, now))
-            if note is not None:
-                messages.append(Message(_message_id(), conversation_id, "note", note, now))
-
-        def change(db: sqlite3.Connection) -> None:
-            for message in messages:
-                insert(db, "messages", message)
-            insert(db, "door_tasks", task)
-
-        return _then(self._writer.change(change), lambda _: task)
+        return _then(self._writer.change(lambda db: insert(db, "door_tasks", task)), lambda _: task)
 
     def finish_door_task(
         self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
@@ -168,7 +155,3 @@ class DoorTasks(StoreRows):
             )
 
         return self._writer.change(change)
-
-
-def _message_id() -> str:
-    return f"m_{uuid.uuid4().hex[:16]}"

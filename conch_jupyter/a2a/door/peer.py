@@ -17,16 +17,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from ...agents import Agent, AgentStore
 from ...spend import Budget, month_spent_over
 from ...store import Conversation, Store
 from ...talk import clean_text
-from ..wire import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
+from ...turn import Turns
+from ..wire import STATES_V03, ErrorCode, Version, new_id
 from .calls import Call, Refusal, list_json, list_query, message_words, task_json
-from .card import agent_card, agent_card_v03
+from .card import agent_card_v03, agent_card_v1
 from .pairing import Pairing
+from .params import ListParams, SendParams, TaskParams
 from .peer_turn import PeerTurn, Running
 from .rules import (
     DOOR_BOUNDS,
@@ -48,12 +48,10 @@ COMMAND_REFUSED = "Commands (messages starting with “/”) are not taken from 
 class PeerService:
     store: Store
     agents: AgentStore
-    http: httpx.AsyncClient
+    turns: Turns  # the one turn routine; the door's chats are followed live, like any chat
     clock: Callable[[], float]
     budget: Budget = field(default_factory=Budget)
     bounds: DoorBounds = DOOR_BOUNDS
-    offline_delay: float = 0.03
-    retry_delay: float = 1.0
     _running: dict[str, Running] = field(default_factory=dict, init=False)
     _buckets: KeyBuckets = field(init=False)
 
@@ -73,7 +71,7 @@ class PeerService:
             return await self.cancel(pairing, agent, params, version)
         if isinstance(params, ListParams):
             return self.list_tasks(pairing, agent, params)
-        card = agent_card if version == "1.0" else agent_card_v03
+        card = agent_card_v1 if version == "1.0" else agent_card_v03
         return card(name=agent.name, persona=agent.persona, endpoint=endpoint)
 
     async def send(
@@ -98,42 +96,40 @@ class PeerService:
         running = self._running[pairing.id] = Running("")
         try:
             chat, opened = self._chat(pairing, agent, context_id)
+            asked = clean_text(text, self.bounds.message_chars)
             command = is_command(text)
-            # The caller's words, the task and (for a command) Conch's note: one change, queued
-            # right behind the new chat's (if it is new), so both go in one commit.
-            asked = self.store.create_door_task(
+            # The new chat (if it is new), the caller's words, Conch's note for a command and the
+            # task: queued one after another, so one commit stores them all.
+            queued: list[Awaitable[object]] = [] if opened is None else [opened]
+            said = self.store.add_message(chat.id, "outside", asked)
+            if command:
+                queued.append(
+                    self.store.add_message(chat.id, "note", f"Refused: {COMMAND_REFUSED}")
+                )
+            task = self.store.create_door_task(
                 pairing_id=pairing.id,
                 agent=agent.id,
                 context_id=context_id,
                 conversation_id=chat.id,
-                asked=clean_text(text, self.bounds.message_chars),
+                asked=asked,
                 asked_id=params.message.message_id,
                 state="TASK_STATE_REJECTED" if command else "TASK_STATE_WORKING",
                 words=COMMAND_REFUSED if command else None,
-                note=f"Refused: {COMMAND_REFUSED}" if command else None,
             )
-            if opened is not None:
-                await opened
-            door_task = await asked
+            for change in queued:
+                await change
+            message = await said
+            door_task = await task
         except BaseException:
             self._release(pairing.id, running)
             raise
+        self.turns.hub.publish(chat.id, {"type": "message", "message": message.to_json()})
         if command:
             self._release(pairing.id, running)
             return task_json(door_task, version)
         running.task_id = door_task.id
         turn = PeerTurn(
-            self.store,
-            self.agents,
-            self.http,
-            pairing,
-            agent,
-            chat,
-            door_task.id,
-            running,
-            seconds=self.bounds.answer_seconds,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
+            self.turns, pairing, agent, chat, door_task.id, running, self.bounds.answer_seconds
         )
         running.job = asyncio.create_task(turn.run(), name=f"conch-door-{door_task.id}")
         try:
