@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .agents import Agent
 from .providers.base import Usage
 from .store import Store, month_start
+from .store_writer import Pending
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ def record_spend(
     *,
     conversation_id: str,
     payer: str | None = None,
-) -> Awaitable[float]:
+) -> Pending[float]:
     """Put a reply's cost in the ledger (nothing for an unpriced agent); awaited, it gives the
     cost once stored. Queued at the call, like every change of the store, so it can share a
     commit with what was queued just before it. Usage that Conch estimated (a cut-off reply) is

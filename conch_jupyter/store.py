@@ -20,7 +20,7 @@ import dataclasses
 import math
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from .rows import (
 from .store_db import from_row, insert, open_reader, open_writer
 from .store_door import DoorTasks, Queued, _then
 from .store_schema import SCHEMA_VERSION
-from .store_writer import Writer
+from .store_writer import Pending, Writer
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -149,7 +149,7 @@ class Store(DoorTasks):
         )
         return from_row(Conversation, rows[0]) if rows else None
 
-    def set_agent(self, conversation_id: str, agent_id: str | None) -> Awaitable[None]:
+    def set_agent(self, conversation_id: str, agent_id: str | None) -> Pending[None]:
         def change(db: sqlite3.Connection) -> None:
             _require(db, conversation_id)
             db.execute(
@@ -158,7 +158,7 @@ class Store(DoorTasks):
 
         return self._writer.change(change)
 
-    def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> Awaitable[None]:
+    def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> Pending[None]:
         """Mark the chat as holding someone else's words. The first taint stays for good."""
         encoded = encode_json(taint)
 
@@ -171,7 +171,7 @@ class Store(DoorTasks):
 
         return self._writer.change(change)
 
-    def delete_conversation(self, conversation_id: str) -> Awaitable[bool]:
+    def delete_conversation(self, conversation_id: str) -> Pending[bool]:
         """Delete a chat with its messages, events and contexts; its spend stays counted."""
 
         def change(db: sqlite3.Connection) -> bool:
@@ -192,7 +192,7 @@ class Store(DoorTasks):
         *,
         id: str | None = None,
         chat_agent: bool = False,
-    ) -> Awaitable[Message]:
+    ) -> Pending[Message]:
         """Store a message; with `chat_agent`, its agent becomes the chat's, in the same change."""
         if role not in ("user", "agent", "outside", "note"):
             raise ValueError(f"role must be user, agent, outside or note, not {role!r}")
@@ -234,7 +234,7 @@ class Store(DoorTasks):
         )
         return from_row(Message, rows[0]) if rows else None
 
-    def add_event(self, conversation_id: str, type: str, data: dict[str, Any]) -> Awaitable[Event]:
+    def add_event(self, conversation_id: str, type: str, data: dict[str, Any]) -> Pending[Event]:
         clash = {"seq", "type", "created"} & set(data)
         if clash:
             raise ValueError(f"event data may not use the names {sorted(clash)}")
@@ -265,7 +265,7 @@ class Store(DoorTasks):
         input_tokens: int = 0,
         output_tokens: int = 0,
         estimated: bool = False,
-    ) -> Awaitable[None]:
+    ) -> Pending[None]:
         """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing);
         `estimated` marks an amount Conch counted because the provider reported none."""
         if not math.isfinite(usd) or usd < 0:
@@ -315,7 +315,7 @@ class Store(DoorTasks):
 
     def set_context_id(
         self, conversation_id: str, outside_id: str, context_id: str
-    ) -> Awaitable[None]:
+    ) -> Pending[None]:
         def change(db: sqlite3.Connection) -> None:
             _require(db, conversation_id)
             db.execute(

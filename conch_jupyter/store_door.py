@@ -13,13 +13,13 @@ from typing import Any, Generic, TypeVar
 
 from .rows import DoorTask
 from .store_db import from_row, guard, insert
-from .store_writer import Writer
+from .store_writer import Pending, Writer
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
 
 
-def _then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Awaitable[_B]:
+def _then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Pending[_B]:
     """What a change (queued already) gives its caller once committed."""
 
     async def committed() -> _B:
@@ -66,7 +66,7 @@ class DoorTasks(StoreRows):
         asked_id: str,
         state: str = "TASK_STATE_WORKING",
         words: str | None = None,
-    ) -> Awaitable[DoorTask]:
+    ) -> Pending[DoorTask]:
         """A task for what a paired agent asked (`asked`, also stored in its chat, by the door)."""
         now = self._clock()
         task = DoorTask(
@@ -87,7 +87,7 @@ class DoorTasks(StoreRows):
 
     def finish_door_task(
         self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
-    ) -> Awaitable[None]:
+    ) -> Pending[None]:
         now = self._clock()
         sql = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
         return _then(
@@ -145,7 +145,7 @@ class DoorTasks(StoreRows):
             )
         )
 
-    def forget_pairing(self, pairing_id: str) -> Awaitable[None]:
+    def forget_pairing(self, pairing_id: str) -> Pending[None]:
         """Delete a revoked pairing's tasks and chats; what it spent stays counted."""
 
         def change(db: sqlite3.Connection) -> None:

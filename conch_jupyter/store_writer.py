@@ -32,6 +32,9 @@ from .store_db import guard, rollback
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+# What a change of the store gives its caller: queued already; awaited, its result once committed.
+# A coroutine, so that mypy --strict (unused-coroutine) flags a change nobody awaits.
+Pending = Coroutine[Any, Any, _T]
 # Enough to make a burst one commit; a bound so one commit never grows without limit.
 _BATCH_MAX = 256
 
@@ -59,7 +62,7 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="conch-store-writer", daemon=True)
         self._thread.start()
 
-    def change(self, change: Callable[[sqlite3.Connection], _T]) -> Coroutine[Any, Any, _T]:
+    def change(self, change: Callable[[sqlite3.Connection], _T]) -> Pending[_T]:
         """Queue one change now, and return what to await for its result once committed.
 
         Queued at the call, not at the await: changes are made in the order they were asked
