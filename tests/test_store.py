@@ -54,7 +54,7 @@ def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path)
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         other.close()
     db = store._db  # the store's own connection settings
@@ -162,6 +162,8 @@ def test_conversations_round_trip_and_order(store: Store) -> None:
         "origin": "user",
         "agent": None,
         "tainted": None,
+        "path": None,
+        "mode": "ask",
     }
     assert [c.id for c in store.list_conversations()] == [second.id, first.id]
 
@@ -359,7 +361,7 @@ def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
     db.commit()
     db.close()
     with Store(path, Clock()) as store:
-        assert store._db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [m.text for m in store.messages("c_old")] == ["kept"]
         assert store.spent_since(0, payer="p_1") == 0.5
         task = store.create_door_task(
