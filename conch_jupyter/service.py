@@ -26,6 +26,8 @@ from .agents import Agent, AgentStore
 from .files import StoreError
 from .history import Said, history_turns, system_prompt
 from .hub import Hub
+from .notebook.rules import header_words
+from .notebook.service import NotebookTools
 from .providers import make_provider, stream_reply
 from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
 from .rounds import (
@@ -44,7 +46,7 @@ from .rounds import (
     UserWrote,
 )
 from .spend import Budget, record_spend, turn_refusal
-from .store import Conversation, Message, Store
+from .store import Conversation, Message, Mode, Store
 from .talk import ROUND_END_WORDS, end_words, mentions_in, outside_refused_note, turn_note
 
 log = logging.getLogger(__name__)
@@ -113,6 +115,7 @@ class RoundService:
         offline_delay: float = 0.03,
         retry_delay: float = 1.0,
         outside: OutsideAgents | None = None,
+        tools: NotebookTools | None = None,
     ) -> None:
         self.store = store
         self.agents = agents
@@ -123,6 +126,7 @@ class RoundService:
         self.offline_delay = offline_delay
         self.retry_delay = retry_delay
         self.outside = outside
+        self.tools = tools or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, _Chat] = {}
 
     # --- what the handlers call ---
@@ -135,6 +139,7 @@ class RoundService:
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
         if chat.round is not None and chat.round.phase in ("speaking", "asking"):
             chat.round.handle(UserWrote())
+        self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
             chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
@@ -147,6 +152,7 @@ class RoundService:
         if chat is None or chat.round is None or chat.round.phase not in ("speaking", "asking"):
             return False
         chat.round.handle(Stop(kept=chat.said_something))
+        self.tools.skip_asking(conversation_id)
         if chat.reply is not None:
             chat.reply.cancel()
         return True
@@ -168,7 +174,16 @@ class RoundService:
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
+            "asking": self.tools.asking(conversation_id),
+            "working": self.tools.working(conversation_id),
+            "mode_words": header_words(conversation.mode, conversation.tainted),
         }
+
+    def set_mode(self, conversation_id: str, mode: Mode) -> None:
+        """The user changes how the chat runs code (the handlers refuse anyone else)."""
+        self._require(conversation_id)
+        self.store.set_mode(conversation_id, mode)
+        self._event(conversation_id, "mode.changed", {"mode": mode})
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
@@ -212,6 +227,7 @@ class RoundService:
                 chat.round, chat.reply, chat.visible = None, None, False
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
+        self.tools.new_message(chat.id)
         room = self._room()
         if not room.agents:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
@@ -273,7 +289,7 @@ class RoundService:
                         chat.id,
                         {"type": "delta", "reply": reply_id, "agent": agent.id, "text": item.text},
                     )
-                else:
+                elif isinstance(item, Usage):
                     usage = item
             return usage
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..providers.base import ToolSpec
+
 Mode = Literal["ask", "auto", "read"]
 Action = Literal["run", "ask", "refuse"]
 # How one call ended (`tool.ended`'s state).
@@ -34,15 +36,6 @@ LIST_VARIABLES = "list_variables"
 RUN_CODE = "run_code"
 READING_TOOLS = frozenset({READ_NOTEBOOK, LIST_VARIABLES})
 TOOL_NAMES = (READ_NOTEBOOK, LIST_VARIABLES, RUN_CODE)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as a model is offered it (each provider wraps it in its own format)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}

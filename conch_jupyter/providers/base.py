@@ -3,6 +3,10 @@
 The round driver only knows this module. Providers turn a ModelRequest into their wire format,
 stream the reply back as TextDelta items, and report token usage once as a Usage item.
 A failure is a ProviderError whose words are shown to the user as Conch's note.
+
+Tools: a request may offer tools (`tools`) and carry the tool loop so far (`steps`: what the
+model called and what came back, which each wire sends in its provider's own format). A reply
+that calls tools yields one ToolCall per call, whole, once its arguments have streamed in.
 """
 
 from __future__ import annotations
@@ -27,6 +31,33 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool as a model is offered it (each wire wraps it in its provider's format)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON Schema object
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A model's call of a tool. `arguments` is None when what it sent was not a JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One trip round a tool loop: the model's text and calls, and each call's result (data)."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     model: str
     system: str
@@ -37,6 +68,8 @@ class ModelRequest:
     # The user's message this reply belongs to, for the offline model's scripted answer.
     user_text: str = ""
     max_tokens: int = 1024
+    tools: tuple[ToolSpec, ...] = ()
+    steps: tuple[ToolStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,7 +83,7 @@ class Usage:
     output_tokens: int
 
 
-StreamItem = TextDelta | Usage
+StreamItem = TextDelta | Usage | ToolCall
 
 
 class ProviderError(Exception):

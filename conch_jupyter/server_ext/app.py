@@ -25,6 +25,8 @@ from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..files import ensure_private_dir
 from ..hub import Hub
+from ..notebook.kernel import NotebookKernels
+from ..notebook.service import NotebookTools
 from ..providers import detect_default_provider
 from ..sealed import SealedFile
 from ..service import RoundService
@@ -99,6 +101,17 @@ class ConchApp(ExtensionApp):
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
         budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        server = self.serverapp
+        kernels = (
+            NotebookKernels(
+                sessions=server.session_manager,
+                kernels=server.kernel_manager,
+                contents=server.contents_manager,
+            )
+            if server is not None
+            else None
+        )
+        tools = NotebookTools(store=store, hub=hub, kernels=kernels)
         rounds = RoundService(
             store=store,
             agents=agents,
@@ -109,6 +122,7 @@ class ConchApp(ExtensionApp):
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
             outside=outside,
+            tools=tools,
         )
         kernel_key = secrets.token_urlsafe(32)
         self.services = ConchServices(
@@ -130,6 +144,7 @@ class ConchApp(ExtensionApp):
                 retry_delay=self.retry_delay,
             ),
             outside=outside,
+            tools=tools,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services

@@ -103,7 +103,7 @@ class PeerTurn:
             async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
                 if isinstance(item, TextDelta):
                     parts.append(item.text)
-                else:
+                elif isinstance(item, Usage):
                     usage = item
 
         limit = _duration(self.seconds)
