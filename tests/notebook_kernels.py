@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 from jupyter_client.session import Session
 
 
@@ -105,3 +106,16 @@ def in_loop(loop: Any, opened: AbstractAsyncContextManager[Any]) -> Iterator[Any
         yield value
     finally:
         loop.run_until_complete(opened.__aexit__(None, None, None))
+
+
+@pytest.fixture
+def kernel(
+    jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: Any
+) -> Iterator[NotebookKernel]:
+    write_notebook(
+        jp_root_dir,
+        "work.ipynb",
+        [("markdown", "# Sales"), ("code", "import math\nsales = [3, 1, 4]"), ("code", "sales")],
+    )
+    with in_loop(jp_asyncio_loop, notebook_kernel(jp_fetch, jp_serverapp)) as opened:
+        yield opened

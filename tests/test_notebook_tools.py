@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +15,12 @@ from conch_jupyter.notebook.service import Caller, NotAsking, NotebookTools
 from conch_jupyter.providers.base import ToolCall
 from conch_jupyter.server_ext.services import ConchServices
 
+from . import notebook_kernels
 from .conftest import wait_for
-from .notebook_kernels import NotebookKernel, in_loop, notebook_kernel, write_notebook
+from .notebook_kernels import NotebookKernel
 
 pytestmark = pytest.mark.timeout(120)
+kernel = notebook_kernels.kernel  # the fixture: a real ipykernel for work.ipynb
 
 ANALYST = Caller("analyst", "Analyst")
 
@@ -32,19 +32,6 @@ def run(code: str) -> ToolCall:
 def conch_of(serverapp: Any) -> ConchServices:
     services: ConchServices = serverapp.web_app.settings["conch"]
     return services
-
-
-@pytest.fixture
-def kernel(
-    jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: Any
-) -> Iterator[NotebookKernel]:
-    write_notebook(
-        jp_root_dir,
-        "work.ipynb",
-        [("markdown", "# Sales"), ("code", "import math\nsales = [3, 1, 4]"), ("code", "sales")],
-    )
-    with in_loop(jp_asyncio_loop, notebook_kernel(jp_fetch, jp_serverapp)) as opened:
-        yield opened
 
 
 def tools_of(serverapp: Any) -> NotebookTools:
