@@ -11,6 +11,7 @@ that calls tools yields one ToolCall per call, whole, once its arguments have st
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,17 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] | None
+
+
+def tool_arguments(raw: str) -> dict[str, Any] | None:
+    """A tool call's streamed arguments as an object; None when they are not a JSON object."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
