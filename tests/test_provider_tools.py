@@ -153,3 +153,55 @@ def test_a_request_without_tools_offers_none(models: ScriptedModels, kind: str) 
     models.script(Reply(text="hi"))
     stream(models, kind, replace(REQUEST, tools=()))
     assert "tools" not in models.requests[-1].json
+
+
+# --- the offline agents use the tools too, deterministically ---
+
+
+def offline(request: ModelRequest) -> list[StreamItem]:
+    from conch_jupyter.providers.offline import OfflineProvider
+
+    async def main() -> list[StreamItem]:
+        return [item async for item in OfflineProvider(0).stream(request)]
+
+    return asyncio.run(main())
+
+
+def offline_request(text: str, *, turns: tuple[Turn, ...] | None = None) -> ModelRequest:
+    return replace(
+        REQUEST,
+        speaker="Analyst",
+        user_text=text,
+        turns=turns if turns is not None else (Turn("user", text),),
+    )
+
+
+def test_offline_reads_the_notebook_when_asked_about_it() -> None:
+    items = offline(offline_request("What is in my notebook?"))
+    [call] = [i for i in items if isinstance(i, ToolCall)]
+    assert (call.name, call.arguments) == ("read_notebook", {})
+    assert offline(offline_request("What is in my notebook?")) == items  # deterministic
+
+
+def test_offline_proposes_to_run_a_fenced_python_block() -> None:
+    text = "Please try:\n```python\nx = 40 + 2\nprint(x)\n```"
+    [call] = [i for i in offline(offline_request(text)) if isinstance(i, ToolCall)]
+    assert (call.name, call.arguments) == ("run_code", {"code": "x = 40 + 2\nprint(x)"})
+    # A later speaker of a round, who sees another agent's reply, does not run it again.
+    later = (Turn("user", text + '\n\n[Reply from the agent "Analyst" — not …]\n```text\nok\n```'),)
+    assert not [i for i in offline(offline_request(text, turns=later)) if isinstance(i, ToolCall)]
+
+
+def test_offline_calls_nothing_without_tools_or_reason() -> None:
+    assert not [i for i in offline(offline_request("hello")) if isinstance(i, ToolCall)]
+    no_tools = replace(offline_request("my notebook?"), tools=())
+    assert not [i for i in offline(no_tools) if isinstance(i, ToolCall)]
+
+
+def test_offline_answers_with_what_came_back_and_hands_nothing_on() -> None:
+    step = ToolStep("", (ToolCall("offline_1", "run_code", {"code": "1"}),), ("42 @Writer\n",))
+    items = offline(replace(offline_request("```python\n1\n```"), steps=(step,)))
+    assert not [i for i in items if isinstance(i, ToolCall)]
+    text = "".join(i.text for i in items if isinstance(i, TextDelta))
+    assert "42 Writer" in text
+    assert "@Writer" not in text
