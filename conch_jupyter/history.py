@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .providers.base import Turn
-from .talk import quote_agent, quote_note, quote_outside, room_prompt
+from .talk import quote_agent, quote_note, quote_outside, quote_tool, room_prompt
 
 # Enough context for a conversation, bounded so a long chat cannot blow up a request.
 HISTORY_MESSAGES = 40
@@ -23,9 +23,10 @@ HISTORY_CHARS = 60_000
 class Said:
     """One stored message, as history needs it."""
 
-    role: str  # "user" | "agent" | "outside" | "note"
+    role: str  # "user" | "agent" | "outside" | "note" | "tool"
     text: str
     speaker: str | None = None  # the agent's (or outside agent's) name
+    tool: str | None = None  # a tool message's tool
 
 
 def system_prompt(
@@ -80,4 +81,6 @@ def _as_turn(item: Said, speaker: str) -> Turn:
         return Turn("user", quote_agent(item.speaker or "another agent", item.text))
     if item.role == "outside":
         return Turn("user", quote_outside(item.speaker or "an outside agent", item.text))
+    if item.role == "tool":
+        return Turn("user", quote_tool(item.speaker or "an agent", item.tool or "tool", item.text))
     return Turn("user", quote_note(item.text))

@@ -359,7 +359,12 @@ class RoundService:
     def _request(self, chat: _Chat, room: _Room, agent: Agent, message: Message) -> ModelRequest:
         names = room.names()
         said = [
-            Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
+            Said(
+                m.role,
+                m.text,
+                names.get(m.agent, m.agent) if m.agent else None,
+                (m.tool or {}).get("tool"),
+            )
             for m in self.store.messages(chat.id, limit=60)
         ]
         system = system_prompt(
