@@ -16,7 +16,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -26,10 +26,10 @@ from .agents import Agent, AgentStore
 from .files import StoreError
 from .history import Said, history_turns, system_prompt
 from .hub import Hub
-from .notebook.rules import header_words
-from .notebook.service import NotebookTools
+from .notebook.rules import MAX_CALLS_PER_TURN, NOTEBOOK_TOOLS, header_words
+from .notebook.service import Caller, NotebookTools
 from .providers import make_provider, stream_reply
-from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from .providers.base import ModelRequest, ProviderError, TextDelta, ToolCall, ToolStep, Usage
 from .rounds import (
     Ask,
     Decision,
@@ -280,17 +280,40 @@ class RoundService:
         )
 
         async def run() -> Usage | None:
-            usage = None
-            async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
-                if isinstance(item, TextDelta):
-                    parts.append(item.text)
-                    chat.said_something = True
-                    self.hub.publish(
-                        chat.id,
-                        {"type": "delta", "reply": reply_id, "agent": agent.id, "text": item.text},
-                    )
-                elif isinstance(item, Usage):
-                    usage = item
+            # The tool loop: ask, run what the model called, ask again with the results —
+            # at most MAX_CALLS_PER_TURN calls, then one more trip to answer with them.
+            usage: Usage | None = None
+            asked, calls_made = request, 0
+            caller = Caller(agent.id, agent.name, place)
+            for trip in range(MAX_CALLS_PER_TURN + 2):
+                said_before, calls = len(parts), list[ToolCall]()
+                async for item in stream_reply(provider, asked, retry_delay=self.retry_delay):
+                    if isinstance(item, TextDelta):
+                        parts.append(item.text)
+                        chat.said_something = True
+                        self.hub.publish(
+                            chat.id,
+                            {
+                                "type": "delta",
+                                "reply": reply_id,
+                                "agent": agent.id,
+                                "text": item.text,
+                            },
+                        )
+                    elif isinstance(item, ToolCall):
+                        calls.append(item)
+                    else:
+                        usage = item if usage is None else usage + item
+                if not calls:
+                    break
+                results = []
+                for call in calls:
+                    results.append(await self.tools.call(chat.id, caller, call, calls_made))
+                    calls_made += 1
+                step = ToolStep("".join(parts[said_before:]), tuple(calls), tuple(results))
+                asked = replace(asked, steps=(*asked.steps, step))
+                if trip == MAX_CALLS_PER_TURN + 1 or rnd.ended is not None:
+                    break  # every call has its answer; no more requests
             return usage
 
         chat.said_something = False
@@ -382,6 +405,7 @@ class RoundService:
             speaker=agent.name,
             room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             user_text=message.text,
+            tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
         )
 
     def _keep_reply(

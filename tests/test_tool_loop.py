@@ -140,7 +140,7 @@ async def test_auto_runs_and_read_refuses_but_still_reads(
     results = models.requests[3].json["messages"][-1]["content"]
     assert "Read mode" in results[0]["content"]
     assert "Notebook work.ipynb as last saved" in results[1]["content"]
-    assert "- auto_ran: str = 'yes'" in results[2]["content"]
+    assert "- auto_ran: str, len 3 = 'yes'" in results[2]["content"]
 
 
 async def test_auto_after_an_outside_answer_asks_and_its_words_never_run_alone(

@@ -49,7 +49,7 @@ def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | None
 def variables_text(rows: Sequence[Sequence[str]]) -> str:
     if not rows:
         return "The kernel holds no variables of the user's yet."
-    lines = [f"The kernel holds {len(rows)} variables:"]
+    lines = [f"The kernel holds {len(rows)} variable{'s' if len(rows) != 1 else ''}:"]
     for name, kind, size, shown in rows:
         extra = f", {size}" if size else ""
         lines.append(f"- {name}: {kind}{extra} = {shown}")

@@ -94,6 +94,12 @@ class Usage:
     input_tokens: int
     output_tokens: int
 
+    def __add__(self, other: Usage) -> Usage:
+        """Two requests' usage together (a tool loop asks the model more than once)."""
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
 
 StreamItem = TextDelta | Usage | ToolCall
 
