@@ -30,7 +30,8 @@ def record_spend(
     conversation_id: str,
     payer: str | None = None,
 ) -> float:
-    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it."""
+    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it. Usage that
+    Conch estimated (a cut-off reply) is marked as an estimate in the ledger."""
     if usage is None or agent.price is None:
         return 0.0
     cost = agent.price.cost(usage)
@@ -41,32 +42,42 @@ def record_spend(
         payer=payer,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
+        estimated=usage.estimated,
     )
     return cost
 
 
-def month_spent_over(store: Store, budget: Budget, agent: Agent, now: float) -> float | None:
+def month_spent_over(
+    store: Store, budget: Budget, agent: Agent, now: float, pending: float = 0.0
+) -> float | None:
     """This month's spend when it has reached the budget and `agent` is metered; else None."""
     limit = budget.monthly_budget_usd
     if agent.price is None or limit is None:
         return None
-    spent = store.spent_since(month_start(now))
+    spent = store.spent_since(month_start(now)) + pending
     return spent if spent >= limit else None
 
 
 def turn_refusal(
-    store: Store, budget: Budget, agent: Agent, conversation_id: str, now: float
+    store: Store,
+    budget: Budget,
+    agent: Agent,
+    conversation_id: str,
+    now: float,
+    pending: float = 0.0,
 ) -> str | None:
-    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead."""
+    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead.
+
+    `pending`: what the running turn has spent and not yet recorded (a tool loop's requests)."""
     if agent.price is None:
         return None
     limit = budget.chat_limit_usd
-    if limit is not None and (spent := store.spent(conversation_id)) >= limit:
+    if limit is not None and (spent := store.spent(conversation_id) + pending) >= limit:
         return (
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
             "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
         )
-    month = month_spent_over(store, budget, agent, now)
+    month = month_spent_over(store, budget, agent, now, pending)
     if month is not None:
         return (
             f"This month's spending has reached ${month:.2f} of the "

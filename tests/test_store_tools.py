@@ -57,12 +57,12 @@ def test_a_tool_message_keeps_its_call(tmp_path: Path) -> None:
             store.add_message(chat.id, "agent", "hi", tool=call)
 
 
-def test_a_v2_file_is_upgraded_in_place(tmp_path: Path) -> None:
+def test_a_v3_file_is_upgraded_in_place(tmp_path: Path) -> None:
     from conch_jupyter.store_schema import _MIGRATIONS
 
     path = tmp_path / "c.sqlite3"
     db = sqlite3.connect(path)
-    for migrate in _MIGRATIONS[:2]:
+    for migrate in _MIGRATIONS[:3]:
         migrate(db)
     db.execute(
         "INSERT INTO conversations (id, title, created, origin)"
@@ -74,7 +74,7 @@ def test_a_v2_file_is_upgraded_in_place(tmp_path: Path) -> None:
             " VALUES (?, 'c_old', 'user', ?, ?)",
             (f"m_{seq}", f"kept {seq}", float(seq)),
         )
-    db.execute("PRAGMA user_version = 2")
+    db.execute("PRAGMA user_version = 3")
     db.commit()
     db.close()
     with Store(path, Clock()) as store:

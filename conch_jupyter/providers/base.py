@@ -12,6 +12,7 @@ that calls tools yields one ToolCall per call, whole, once its arguments have st
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -93,12 +94,28 @@ class TextDelta:
 class Usage:
     input_tokens: int
     output_tokens: int
+    # Counted by Conch, not reported by the provider (see estimate_usage): marked in the ledger.
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         """Two requests' usage together (a tool loop asks the model more than once)."""
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.estimated or other.estimated,
         )
+
+
+def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
+    """An upper-bound guess where the provider reported no usage (a server that ignores
+    `include_usage`, a reply cut off by Stop or a deadline): about four characters a token,
+    rounded up, for the whole prompt (system and history) and for what was said back. Real
+    tokenizers average at least four characters a token on English, so this rarely undercounts.
+    """
+    asked = len(request.system) + sum(len(t.text) for t in request.turns)
+    # A tool loop's request also carries what was called and what came back.
+    asked += sum(len(s.text) + sum(map(len, s.results)) for s in request.steps)
+    return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4), estimated=True)
 
 
 StreamItem = TextDelta | Usage | ToolCall

@@ -18,7 +18,6 @@ the end. The loop so far goes back as an assistant message with `tool_calls`, th
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from .base import (
     TextDelta,
     ToolCall,
     Usage,
+    estimate_usage,
     tool_arguments,
 )
 from .sse import SSEEvent
@@ -143,12 +143,6 @@ class OpenAIWire:
             yield usage or estimate_usage(request, text_length)
             return
         raise ProviderError("The reply from the openai provider stopped before it was finished.")
-
-
-def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
-    """About four characters a token: for servers that ignore `include_usage`, so spend is not 0."""
-    asked = len(request.system) + sum(len(t.text) for t in request.turns)
-    return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4))
 
 
 def _add_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> None:

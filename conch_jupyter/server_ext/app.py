@@ -32,6 +32,7 @@ from ..sealed import SealedFile
 from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
+from ..turn import Turns
 from .handlers import handlers
 from .services import ConchServices
 
@@ -112,15 +113,22 @@ class ConchApp(ExtensionApp):
             else None
         )
         tools = NotebookTools(store=store, hub=hub, kernels=kernels)
+        turns = Turns(
+            store,
+            agents,
+            hub,
+            http,
+            offline_delay=self.offline_delay,
+            retry_delay=self.retry_delay,
+            notebook=tools,
+        )
         rounds = RoundService(
             store=store,
             agents=agents,
             hub=hub,
-            http=http,
+            turns=turns,
             budget=budget,
             clock=time.time,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
             outside=outside,
             tools=tools,
         )
@@ -135,13 +143,7 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time),
             peers=PeerService(
-                store=store,
-                agents=agents,
-                http=http,
-                clock=time.time,
-                budget=budget,
-                offline_delay=self.offline_delay,
-                retry_delay=self.retry_delay,
+                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
             tools=tools,
