@@ -8,11 +8,12 @@ history reads the same whichever provider gets it, and each reply's agent is nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .providers.base import Turn
 from .rounds import ROUND_LIMITS
+from .rows import Message
 from .talk import quote_agent, quote_note, quote_outside, quote_tool, room_prompt
 
 # Enough context for a conversation, bounded so a long chat cannot blow up a request.
@@ -28,6 +29,12 @@ class Said:
     text: str
     speaker: str | None = None  # the agent's (or outside agent's) name
     tool: str | None = None  # a tool message's tool
+
+    @classmethod
+    def of(cls, message: Message, names: Mapping[str, str]) -> Said:
+        """A stored message, its speaker named as people see them (`names`: id → name)."""
+        speaker = names.get(message.agent, message.agent) if message.agent else None
+        return cls(message.role, message.text, speaker, (message.tool or {}).get("tool"))
 
 
 def system_prompt(

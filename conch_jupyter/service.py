@@ -25,11 +25,10 @@ from .deadlines import settle
 from .files import StoreError
 from .history import Said, system_prompt
 from .hub import Hub
-from .notebook.rules import NOTEBOOK_TOOLS, header_words
+from .notebook.rules import NOTEBOOK_TOOLS
 from .notebook.service import NotebookTools
 from .rounds import (
     ROUND_END_WORDS,
-    ROUND_LIMITS,
     Ask,
     Decision,
     End,
@@ -45,8 +44,8 @@ from .rounds import (
     UserWrote,
     end_words,
 )
-from .spend import Budget, turn_refusal
-from .store import Conversation, Message, Mode, Store
+from .spend import Budget, loop_refusal, turn_refusal
+from .store import Conversation, Message, Store
 from .talk import mentions_in, outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
 
@@ -114,7 +113,6 @@ class RoundService:
         budget: Budget,
         clock: Callable[[], float],
         outside: OutsideAgents | None = None,
-        tools: NotebookTools | None = None,
     ) -> None:
         self.store = store
         self.agents = agents
@@ -123,8 +121,8 @@ class RoundService:
         self.budget = budget
         self.clock = clock
         self.outside = outside
-        # The same NotebookTools the turns run calls through: asking, answers and Stop meet there.
-        self.tools = tools or turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
+        # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
+        self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, _Chat] = {}
 
     # --- what the handlers call ---
@@ -174,16 +172,8 @@ class RoundService:
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
-            "asking": self.tools.asking(conversation_id),
-            "working": self.tools.working(conversation_id),
-            "mode_words": header_words(conversation.mode, conversation.tainted),
+            **self.tools.chat_json(conversation),  # asking, working, mode_words
         }
-
-    def set_mode(self, conversation_id: str, mode: Mode) -> None:
-        """The user changes how the chat runs code (the handlers refuse anyone else)."""
-        self._require(conversation_id)
-        self.store.set_mode(conversation_id, mode)
-        self._event(conversation_id, "mode.changed", {"mode": mode})
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
@@ -337,15 +327,7 @@ class RoundService:
         place: dict[str, Any] | None,
     ) -> TurnInput:
         names = room.names()
-        said = [
-            Said(
-                m.role,
-                m.text,
-                names.get(m.agent, m.agent) if m.agent else None,
-                (m.tool or {}).get("tool"),
-            )
-            for m in self.store.messages(chat.id, limit=60)
-        ]
+        said = [Said.of(m, names) for m in self.store.messages(chat.id, limit=60)]
         system = system_prompt(
             speaker=agent.name,
             persona=agent.persona,
@@ -363,15 +345,10 @@ class RoundService:
             room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             place=place,
             tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
-            spend_check=lambda cost: self._loop_refusal(chat, agent, cost),
+            spend_check=lambda cost: loop_refusal(
+                self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
+            ),
         )
-
-    def _loop_refusal(self, chat: _Chat, agent: Agent, cost: float) -> str | None:
-        """Whether a tool loop that has cost `cost` so far may ask its model again."""
-        rnd = chat.round
-        if rnd is not None and rnd.spent_usd + cost >= ROUND_LIMITS.spend_usd:
-            return "the round's spending limit"
-        return turn_refusal(self.store, self.budget, agent, chat.id, self.clock(), pending=cost)
 
     def _finish(self, chat: _Chat, end: End) -> None:
         if end.reason == "outside":

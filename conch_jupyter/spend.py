@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .agents import Agent
 from .providers.base import Usage
+from .rounds import Round
 from .store import Store, month_start
 
 
@@ -85,3 +86,20 @@ def turn_refusal(
             "Raise c.ConchApp.monthly_budget_usd to go on."
         )
     return None
+
+
+def loop_refusal(
+    store: Store,
+    budget: Budget,
+    agent: Agent,
+    conversation_id: str,
+    now: float,
+    rnd: Round | None,
+    cost: float,
+) -> str | None:
+    """Whether a tool loop that has cost `cost` so far may ask its model again: the round's $1,
+    the chat's limit and the monthly budget hold for every request of a turn, not only its first.
+    """
+    if rnd is not None and rnd.spent_usd + cost >= rnd.limits.spend_usd:
+        return "The round reached its spending limit."
+    return turn_refusal(store, budget, agent, conversation_id, now, pending=cost)

@@ -157,3 +157,13 @@ async def test_yes_runs_once_and_a_second_answer_is_refused(
     assert seen["asking"] == []
     [message] = [m for m in seen["messages"] if m["role"] == "tool"]
     assert (message["state"], message["agent"], message["tool"]) == ("ran", "analyst", "run_code")
+
+
+async def test_a_door_chats_mode_cannot_be_lifted(api: Api, jp_serverapp: Any) -> None:
+    store = conch_of(jp_serverapp).store
+    door = store.create_conversation(
+        origin="peer", pairing_id="p_1", context_key="a/b", tainted={"kind": "person", "by": "X"}
+    )
+    status, body = await api("PATCH", f"conversations/{door.id}", {"mode": "auto"})
+    assert status == 404
+    assert store.get_conversation(door.id).mode == "ask"  # type: ignore[union-attr]

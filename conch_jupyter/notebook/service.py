@@ -26,7 +26,7 @@ from typing import Any
 
 from ..hub import Hub
 from ..providers.base import ToolCall
-from ..store import Store
+from ..store import Conversation, Mode, NotFound, Store
 from .kernel import NoKernel, NotebookKernels
 from .reading import notebook_text, variables_text
 from .rules import (
@@ -39,6 +39,7 @@ from .rules import (
     Ending,
     cut_output,
     decide,
+    header_words,
 )
 
 CODE_LIMIT = 20_000  # the code shown for a yes, and stored, is cut here
@@ -86,6 +87,22 @@ class NotebookTools:
         self._chats: dict[str, _ChatTools] = {}
 
     # --- what the user does (through the handlers) ---
+
+    def chat_json(self, conversation: Conversation) -> dict[str, Any]:
+        """The chat's tool state for its JSON: what asks, what works, what the header says."""
+        return {
+            "asking": self.asking(conversation.id),
+            "working": self.working(conversation.id),
+            "mode_words": header_words(conversation.mode, conversation.tainted),
+        }
+
+    def set_mode(self, conversation_id: str, mode: Mode) -> None:
+        """The user changes how the chat runs code (the handlers refuse anyone else)."""
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin != "user":
+            raise NotFound(conversation_id)  # a door chat's mode is not the user's to lift
+        self.store.set_mode(conversation_id, mode)
+        self._event(conversation_id, "mode.changed", {"mode": mode})
 
     def asking(self, conversation_id: str) -> list[dict[str, Any]]:
         chat = self._chats.get(conversation_id)

@@ -130,7 +130,6 @@ class ConchApp(ExtensionApp):
             budget=budget,
             clock=time.time,
             outside=outside,
-            tools=tools,
         )
         kernel_key = secrets.token_urlsafe(32)
         self.services = ConchServices(

@@ -214,7 +214,7 @@ class ConversationHandler(ConchHandler):
     def patch(self, conversation_id: str) -> None:
         self.the_users_own("change how a chat runs code")
         body = self.body(ConversationPatch)
-        self.conch.rounds.set_mode(conversation_id, body.mode)
+        self.conch.tools.set_mode(conversation_id, body.mode)
         self.reply(self.conch.rounds.conversation_json(conversation_id))
 
 
