@@ -164,6 +164,6 @@ async def test_a_door_chats_mode_cannot_be_lifted(api: Api, jp_serverapp: Any) -
     door = store.create_conversation(
         origin="peer", pairing_id="p_1", context_key="a/b", tainted={"kind": "person", "by": "X"}
     )
-    status, body = await api("PATCH", f"conversations/{door.id}", {"mode": "auto"})
+    status, _ = await api("PATCH", f"conversations/{door.id}", {"mode": "auto"})
     assert status == 404
     assert store.get_conversation(door.id).mode == "ask"  # type: ignore[union-attr]
