@@ -27,7 +27,7 @@ from typing import Any
 from ..hub import Hub
 from ..providers.base import ToolCall
 from ..store import Conversation, Mode, NotFound, Store
-from .kernel import NoKernel, NotebookKernels
+from .kernel import KernelBusy, NoKernel, NotebookKernels
 from .reading import notebook_text, variables_text
 from .rules import (
     LIST_VARIABLES,
@@ -43,6 +43,7 @@ from .rules import (
 )
 
 CODE_LIMIT = 20_000  # the code shown for a yes, and stored, is cut here
+BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
 
 
 class NotAsking(LookupError):
@@ -210,12 +211,17 @@ class NotebookTools:
                     return "This chat belongs to no notebook, so there is nothing to read.", "ran"
                 notebook = await kernels.notebook(path)
                 try:
-                    ran: list[str] | None = await kernels.history(path)
+                    ran: list[str] | str = await kernels.history(path)
                 except NoKernel:
-                    ran = None
+                    ran = "The notebook's kernel is not running, so what it ran since is unknown."
+                except KernelBusy:
+                    ran = BUSY_WORDS
                 return notebook_text(path, notebook, ran), "ran"
             if tool == LIST_VARIABLES:
-                return variables_text(await kernels.variables(path, on_state)), "ran"
+                try:
+                    return variables_text(await kernels.variables(path, on_state)), "ran"
+                except KernelBusy:
+                    return BUSY_WORDS, "ran"
             result = await kernels.run(path, entry["code"], on_state)
             return result.output, result.ending
         except NoKernel:
