@@ -260,3 +260,12 @@ async def test_a_read_does_not_wait_long_for_the_users_cell(
     assert "sales = [3, 1, 4]" in read  # the saved notebook is still read
     assert not users.done()
     await users
+
+
+async def test_a_made_up_tool_is_refused_and_its_name_kept_short(jp_serverapp: Any) -> None:
+    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    words = await tools.call(chat, ANALYST, ToolCall("c", "set_mode_" + "x" * 5000, {}), 0)
+    assert words.startswith("There is no tool called")
+    [message] = tool_messages(jp_serverapp, chat)
+    assert (message["state"], len(message["tool"])) == ("refused", 80)
+    assert conch_of(jp_serverapp).store.get_conversation(chat).mode == "auto"  # type: ignore[union-attr]

@@ -42,7 +42,8 @@ from .rules import (
     header_words,
 )
 
-CODE_LIMIT = 20_000  # the code shown for a yes, and stored, is cut here
+CODE_LIMIT = 20_000  # the code shown for a yes (and so what runs) is cut here
+NAME_LIMIT = 80
 BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
 
 
@@ -161,7 +162,7 @@ class NotebookTools:
             "call_id": call_id,
             "agent": caller.agent,
             "name": caller.name,
-            "tool": call.name,
+            "tool": call.name[:NAME_LIMIT],  # a model's made-up name is kept short
         }
         if call.name == RUN_CODE:
             entry["code"] = code
