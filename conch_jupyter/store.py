@@ -29,6 +29,7 @@ from .rows import (
     DoorTask,
     Event,
     Message,
+    Mode,
     Origin,
     Role,
     Spend,
@@ -46,6 +47,7 @@ __all__ = [
     "DoorTask",
     "Event",
     "Message",
+    "Mode",
     "NotFound",
     "Origin",
     "Role",
@@ -104,6 +106,7 @@ class Store(DoorTasks):
         context_key: str | None = None,
         tainted: dict[str, Any] | None = None,
         agent: str | None = None,
+        path: str | None = None,
     ) -> Queued[Conversation]:
         if origin not in ("user", "peer"):
             raise ValueError(f"origin must be 'user' or 'peer', not {origin!r}")
@@ -116,6 +119,7 @@ class Store(DoorTasks):
             tainted,
             pairing_id,
             context_key,
+            path,
         )
         return Queued(
             conversation,
@@ -158,6 +162,17 @@ class Store(DoorTasks):
 
         return self._writer.change(change)
 
+    def set_mode(self, conversation_id: str, mode: Mode) -> Pending[None]:
+        """The chat's mode for running code; only the user's own requests reach this."""
+        if mode not in ("ask", "auto", "read"):
+            raise ValueError(f"mode must be ask, auto or read, not {mode!r}")
+
+        def change(db: sqlite3.Connection) -> None:
+            _require(db, conversation_id)
+            db.execute("UPDATE conversations SET mode = ? WHERE id = ?", (mode, conversation_id))
+
+        return self._writer.change(change)
+
     def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> Pending[None]:
         """Mark the chat as holding someone else's words. The first taint stays for good."""
         encoded = encode_json(taint)
@@ -191,11 +206,14 @@ class Store(DoorTasks):
         round: dict[str, Any] | None = None,
         *,
         id: str | None = None,
+        tool: dict[str, Any] | None = None,
         chat_agent: bool = False,
     ) -> Pending[Message]:
         """Store a message; with `chat_agent`, its agent becomes the chat's, in the same change."""
-        if role not in ("user", "agent", "outside", "note"):
-            raise ValueError(f"role must be user, agent, outside or note, not {role!r}")
+        if role not in ("user", "agent", "outside", "note", "tool"):
+            raise ValueError(f"role must be user, agent, outside, note or tool, not {role!r}")
+        if (role == "tool") != (tool is not None):
+            raise ValueError("a tool message, and only a tool message, carries its tool call")
         message = Message(
             id or f"m_{uuid.uuid4().hex[:16]}",
             conversation_id,
@@ -204,6 +222,7 @@ class Store(DoorTasks):
             self._clock(),
             agent,
             round,
+            tool,
         )
 
         def change(db: sqlite3.Connection) -> int:

@@ -23,7 +23,7 @@ from .store_schema import _MIGRATIONS, SCHEMA_VERSION
 
 _R = TypeVar("_R", Conversation, Message, Event, DoorTask)
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
-_JSON_COLUMNS = frozenset({"tainted", "round", "data"})
+_JSON_COLUMNS = frozenset({"tainted", "round", "data", "tool"})
 
 
 @contextlib.contextmanager

@@ -47,7 +47,7 @@ async def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path:
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         other.close()
 
@@ -164,6 +164,8 @@ async def test_conversations_round_trip_and_order(store: Store) -> None:
         "origin": "user",
         "agent": None,
         "tainted": None,
+        "path": None,
+        "mode": "ask",
     }
     assert [c.id for c in store.list_conversations()] == [second.id, first.id]
 
