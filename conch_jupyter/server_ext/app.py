@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 from jupyter_core.paths import jupyter_data_dir
-from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
+from tornado import web
 from traitlets import Bool, Float, Unicode
 
 from ..a2a.door.pairing import PairingStore
@@ -44,7 +44,7 @@ KERNEL_KEY_ENV = "CONCH_KERNEL_KEY"
 SERVER_URL_ENV = "CONCH_SERVER_URL"
 
 
-def routes() -> list[tuple[str, type[JupyterHandler]]]:
+def routes() -> list[tuple[str, type[web.RequestHandler]]]:
     """Every Conch route, relative to base_url: the API (its catch-all last) and the door."""
     return [
         *api_routes(),

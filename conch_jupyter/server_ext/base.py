@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from jupyter_server.auth.identity import User
-from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
@@ -48,12 +48,12 @@ def error_code(status: int) -> str:
     return HTTPStatus(status).phrase.lower().replace(" ", "_")
 
 
-def trusts_forwarded(handler: JupyterHandler) -> bool:
+def trusts_forwarded(handler: web.RequestHandler) -> bool:
     """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
-    return bool(getattr(handler.serverapp, "trust_xheaders", False))
+    return bool(getattr(handler.settings.get("serverapp"), "trust_xheaders", False))
 
 
-def socket_peer(handler: JupyterHandler) -> str:
+def socket_peer(handler: web.RequestHandler) -> str:
     """The address at the other end of the socket, whatever forwarded headers say."""
     context = getattr(handler.request.connection, "context", None)
     address = getattr(context, "address", None)
@@ -62,14 +62,14 @@ def socket_peer(handler: JupyterHandler) -> str:
     return handler.request.remote_ip or ""
 
 
-def caller_scheme(handler: JupyterHandler) -> str:
+def caller_scheme(handler: web.RequestHandler) -> str:
     """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
     return door_scheme(
         handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
     )
 
 
-def request_origin(handler: JupyterHandler) -> str:
+def request_origin(handler: web.RequestHandler) -> str:
     """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
     was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
     host = handler.request.host
@@ -81,10 +81,11 @@ def request_origin(handler: JupyterHandler) -> str:
     return f"{caller_scheme(handler)}://{host}"
 
 
-def endpoint_url(handler: JupyterHandler, agent_id: str) -> str:
+def endpoint_url(handler: web.RequestHandler, agent_id: str) -> str:
     """The absolute URL of an agent's JSON-RPC endpoint, base_url included (the door answers
     it with and without a trailing slash)."""
-    return f"{request_origin(handler)}{handler.base_url}a2a/{quote(agent_id, safe='')}"
+    base_url = handler.settings.get("base_url", "/")
+    return f"{request_origin(handler)}{base_url}a2a/{quote(agent_id, safe='')}"
 
 
 class ApiError(web.HTTPError):

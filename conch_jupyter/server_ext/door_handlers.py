@@ -7,28 +7,39 @@ The door lives under `base_url` but outside conch/api/, with its own keys:
 and everything else under `a2a/` and `.well-known/`, whatever the method, is a JSON 404 or 405,
 never one of Jupyter's HTML pages.
 
-The door never runs Jupyter's sign-in (JupyterHandler.prepare): that asks the server's identity
-provider about every request, and in a JupyterHub single-user server the provider takes any
-`Authorization: Bearer …` for a hub token and sends it to the hub to check. A door key goes
-nowhere but the door's own hash comparison (a2a/door/rules.py). What the door keeps of Jupyter's
-checks it runs itself: the Host check (403, as Jupyter's own) and the Origin check (404), before
-its rules refuse any browser at all. Its handlers are @allow_unauthenticated because Jupyter's
-auth does not apply, so the door answers the same with ServerApp.allow_unauthenticated_access
-off. XSRF is off: a door key travels in a header, never in a cookie, so no page can make a
-browser send it.
+The door is not a Jupyter handler: it is built on tornado's plain RequestHandler, because
+nothing of Jupyter's handler machinery serves it. Jupyter's sign-in (JupyterHandler.prepare) asks
+the server's identity provider about every request, and in a JupyterHub single-user server the
+provider takes any `Authorization: Bearer …` for a hub token and sends it to the hub to check; a
+door key goes nowhere but the door's own hash comparison (a2a/door/rules.py). Jupyter's cookies,
+XSRF, templates and activity tracking are for the user's browser, which the door never lets in.
+What the door keeps of Jupyter's checks it runs itself, with Jupyter's rules and settings: the
+Host check (`allow_remote_access`, `local_hostnames`: 403) and the Origin check (`allow_origin`,
+`allow_origin_pat`: 404), before its rules refuse any browser at all; and Jupyter's default
+headers (nosniff, the API's Content-Security-Policy). Jupyter's `log_function` still logs each
+request and records its metrics (it asks only for what any RequestHandler has). The handlers'
+methods are @allow_unauthenticated so Jupyter does not warn about them: its auth does not apply,
+and the door answers the same with ServerApp.allow_unauthenticated_access off. XSRF is off: a
+door key travels in a header, never in a cookie, so no page can make a browser send it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import json
 import logging
+import os
+import re
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, ClassVar
+from urllib.parse import urlparse
 
 from jupyter_server.auth.decorator import allow_unauthenticated
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.services.security import csp_report_uri
+from jupyter_server.utils import origin_matches_pat, url_path_join, urldecode_unix_socket_path
 from tornado import web
 
 from ..a2a.door.calls import Refusal, read_call
@@ -63,6 +74,46 @@ def card_bytes(name: str, persona: str, endpoint: str) -> bytes:
 
 
 TOO_LARGE = Denied(413, "too_large", "The body is larger than 256 KB.")
+_PORT = re.compile(r":\d+$")
+
+
+def local_host(host: str, local_hostnames: Sequence[str]) -> bool:
+    """Jupyter's Host rule (JupyterHandler.check_host) when remote access is off: a loopback
+    address, one of `local_hostnames`, or the path of a UNIX socket that exists."""
+    host = _PORT.sub("", host)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # an IPv6 address as browsers write it
+    socket_path = urldecode_unix_socket_path(host)
+    if socket_path.startswith("/") and os.path.exists(socket_path):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host in local_hostnames
+
+
+def origin_allowed(
+    origin: str | None, host: str | None, allow_origin: str, allow_origin_pat: str | None
+) -> bool:
+    """Jupyter's Origin rule (JupyterHandler.check_origin) for a request with no token: no Origin
+    (a script) or the page's own host passes; another only if the CORS settings allow it."""
+    if allow_origin == "*" or origin is None or host is None:
+        return True
+    origin = origin.lower()
+    if urlparse(origin).netloc == host:
+        return True
+    if allow_origin:
+        return allow_origin == origin
+    return bool(allow_origin_pat) and origin_matches_pat(str(allow_origin_pat), origin)
+
+
+@functools.lru_cache(maxsize=8)
+def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
+    """Jupyter's Content-Security-Policy for its API (APIHandler's): the owner's, or Jupyter's
+    default, then "default-src 'none'"."""
+    report = report_uri or url_path_join(base_url, csp_report_uri)
+    policy = owners or f"frame-ancestors 'self'; report-uri {report}"
+    return f"{policy}; default-src 'none'"
 
 
 class DoorError(web.HTTPError):
@@ -74,17 +125,16 @@ class DoorError(web.HTTPError):
 
 
 @web.stream_request_body
-class DoorHandler(APIHandler):
-    """What every door endpoint shares: Jupyter's host and origin checks without its sign-in,
-    the gate, the body (read with a limit), the answers in JSON."""
+class DoorHandler(web.RequestHandler):
+    """What every door endpoint shares: Jupyter's host and origin checks without the rest of its
+    handler machinery, the gate, the body (read with a limit), the answers in JSON."""
 
     pairing: Pairing
     # With False, the handler only answers 404 (DoorNotFoundHandler): no key is looked at.
     gated: ClassVar[bool] = True
 
-    # Not APIHandler's CORS preflight answer: the door lets no browser in, so there is
-    # nothing to allow; OPTIONS gets the same JSON 405 as any method a route does not serve.
-    options = web.RequestHandler._unimplemented_method
+    # No CORS preflight answer: the door lets no browser in, so there is nothing to allow;
+    # OPTIONS gets the same JSON 405 as any method a route does not serve.
 
     def initialize(self) -> None:
         self._body = bytearray()
@@ -97,17 +147,59 @@ class DoorHandler(APIHandler):
     def conch(self) -> ConchServices:
         return services_of(self)
 
-    def skip_check_origin(self) -> bool:
-        # Jupyter skips it for token-authenticated requests, asking its identity provider;
-        # no door request is one.
-        return False
+    @property
+    def log(self) -> logging.Logger:
+        """Jupyter's log, as for its own handlers (its log_function writes each request there)."""
+        app = self.settings.get("serverapp")
+        return app.log if app is not None else log
+
+    def set_default_headers(self) -> None:
+        # Jupyter's API headers: the owner's own (ServerApp.tornado_settings' headers) win.
+        settings = self.settings
+        headers = settings.get("headers", {})
+        self.set_header("X-Content-Type-Options", "nosniff")
+        for name, value in headers.items():
+            self.set_header(name, value)
+        self.set_header(
+            "Content-Security-Policy",
+            _csp(
+                settings.get("base_url", "/"),
+                settings.get("csp_report_uri"),
+                headers.get("Content-Security-Policy"),
+            ),
+        )
 
     def check_xsrf_cookie(self) -> None:
         """No XSRF check: see the module docstring."""
 
-    async def prepare(self) -> None:  # type: ignore[override]
+    def check_host(self) -> bool:
+        if self.settings.get("allow_remote_access", False):
+            return True
+        if local_host(self.request.host, self.settings.get("local_hostnames", ["localhost"])):
+            return True
+        self.log.warning(
+            "Blocking request with non-local 'Host' %s. If the server should be accessible at "
+            "that name, set ServerApp.allow_remote_access to disable the check.",
+            self.request.host,
+        )
+        return False
+
+    def check_origin(self) -> bool:
+        headers = self.request.headers
+        origin = headers.get("Origin")
+        if origin_allowed(
+            origin,
+            headers.get("Host"),
+            self.settings.get("allow_origin", ""),
+            self.settings.get("allow_origin_pat"),
+        ):
+            return True
+        self.log.warning("Blocking Cross Origin request at the door. Origin: %s", origin)
+        return False
+
+    async def prepare(self) -> None:
         if not self.check_host():
-            raise web.HTTPError(403)  # Jupyter's words are in its log
+            raise web.HTTPError(403)  # the words are in the log, as Jupyter's own
         if not self.check_origin():
             raise web.HTTPError(404)
         length = self.request.headers.get("Content-Length", "0")
@@ -154,8 +246,8 @@ class DoorHandler(APIHandler):
     def answer(self, data: Any) -> None:
         """Send JSON data, or bytes already made (the card)."""
         self.set_header("Cache-Control", "no-store")
-        body = data if isinstance(data, bytes) else json.dumps(data)
-        self.finish(body, set_content_type="application/json")
+        self.set_header("Content-Type", "application/json")
+        self.finish(data if isinstance(data, bytes) else json.dumps(data))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
