@@ -13,6 +13,7 @@ older commit); benchmarks/ is on its path too, for _floor.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +65,27 @@ def conch_server(folder: Path, *extra: str) -> Iterator[JupyterProcess]:
         yield server
     finally:
         server.stop()
+
+
+def enable_floor(folder: Path) -> None:
+    """Load _floor.py (the floor and the profiler switch) into the server conch_server(folder)
+    starts: enabled the way an installed extension is (the server's config dir, see
+    JupyterProcess), since the command line's jpserver_extensions already names Conch."""
+    enabled = folder / "root/.jupyter-home/config/jupyter_server_config.d/_floor.json"
+    enabled.parent.mkdir(parents=True, exist_ok=True)
+    enabled.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"_floor": True}}}))
+
+
+def profile(server: JupyterProcess, key: str, action: str, path: Path | None = None) -> None:
+    """Start or stop (writing pstats to `path`) cProfile in the server, through _floor.py;
+    `key` is any pairing's door key."""
+    query = f"?path={path}" if path else ""
+    with httpx.Client(trust_env=False, timeout=60) as http:
+        answer = http.post(
+            f"{server.url}bench-floor/profile/{action}{query}",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        answer.raise_for_status()
 
 
 def api_client(server: JupyterProcess, **kwargs: Any) -> httpx.AsyncClient:

@@ -50,7 +50,7 @@ import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder.
 from _door_load import PER_KEY, QUESTION, Load, Plan, run_load
-from _jupyter import conch_server, server_code_line
+from _jupyter import conch_server, enable_floor, profile, server_code_line
 from _machine import code_line, disk_line, load_line, machine_line, summarize
 from _reference import reference_server
 
@@ -191,16 +191,6 @@ def door_chats(database: Path, pairing_ids: Sequence[str], count: int) -> None:
         db.close()
 
 
-def profile(server: JupyterProcess, key: str, action: str, path: Path | None = None) -> None:
-    query = f"?path={path}" if path else ""
-    with httpx.Client(trust_env=False, timeout=60) as http:
-        answer = http.post(
-            f"{server.url}bench-floor/profile/{action}{query}",
-            headers={"Authorization": f"Bearer {key}"},
-        )
-        answer.raise_for_status()
-
-
 # --- the report -----------------------------------------------------------------------------
 
 HEADER = (
@@ -281,11 +271,7 @@ def main() -> None:
         folder = Path(tmp)
         disk_at_start = disk_line(folder)
         ref_keys = [f"conch_a2a_{secrets.token_urlsafe(32)}" for _ in range(keys_needed)]
-        # Enabled the way an installed extension is (the server's config dir, see JupyterProcess),
-        # since the command line's jpserver_extensions already names Conch.
-        enabled = folder / "root/.jupyter-home/config/jupyter_server_config.d/_floor.json"
-        enabled.parent.mkdir(parents=True)
-        enabled.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"_floor": True}}}))
+        enable_floor(folder)
         with (
             conch_server(folder) as server,
             reference_server(folder / "memory", ref_keys, database=False) as memory,

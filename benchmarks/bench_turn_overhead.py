@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import pstats
 import re
 import tempfile
 import threading
@@ -43,7 +44,15 @@ import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
 # repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import api_client, checked, conch_server, server_code_line, sse_events
+from _jupyter import (
+    api_client,
+    checked,
+    conch_server,
+    enable_floor,
+    profile,
+    server_code_line,
+    sse_events,
+)
 from _machine import code_line, disk_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
@@ -190,7 +199,12 @@ class ServerRun:
 
 
 async def drive(
-    server: JupyterProcess, models: TimedModels, rounds: int, warmup: int, followers: int = 1
+    server: JupyterProcess,
+    models: TimedModels,
+    rounds: int,
+    warmup: int,
+    followers: int = 1,
+    profile_to: Path | None = None,
 ) -> ServerRun:
     follow = httpx.Timeout(30.0, read=None)  # an event stream is quiet between rounds
     async with contextlib.AsyncExitStack() as stack:
@@ -205,9 +219,20 @@ async def drive(
             watching.append(Follower(client, chat_id))
             tasks.append(asyncio.create_task(watching[-1].run()))
         await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in watching)), 10)
+        key = ""
+        if profile_to is not None:  # the profiler switch wants a door key: any pairing's
+            ann = next(
+                a
+                for a in (await checked(await api.get("agents"), 200))["agents"]
+                if a["name"] == "Ann"
+            )
+            paired = await api.post("pairings", json={"agents": [ann["id"]]})
+            key = (await checked(paired, 201))["key"]
         started = time.monotonic()
         for number in range(warmup + rounds):
             models.round = number
+            if profile_to is not None and number == warmup:
+                profile(server, key, "start")
             text = {"text": "@Ann go round the table"}
             await checked(await api.post(f"conversations/{chat_id}/messages", json=text), 202)
             if watching:
@@ -217,6 +242,8 @@ async def drive(
             if (end["turns"], end["reason"]) != (REPLIES_PER_ROUND, "replies"):
                 raise RuntimeError(f"round {number} ended unexpectedly: {end}")
         seconds = time.monotonic() - started
+        if profile_to is not None:
+            profile(server, key, "stop", profile_to)
         for task in tasks:
             task.cancel()
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
@@ -267,18 +294,25 @@ def main() -> None:
     parser.add_argument(
         "--followers", type=int, default=1, help="clients following the chat's event stream"
     )
+    parser.add_argument(
+        "--profile", type=Path, help="cProfile the server over the measured rounds, to this file"
+    )
     args = parser.parse_args()
 
     load_at_start = load_line()
     models = TimedModels()
-    with (
-        tempfile.TemporaryDirectory(prefix="conch-bench-") as tmp,
-        models,
-        conch_server(Path(tmp)) as server,
-    ):
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="conch-bench-"))
+        if args.profile:
+            enable_floor(Path(tmp))
+        stack.enter_context(models)
+        server = stack.enter_context(conch_server(Path(tmp)))
         models.responder = respond
         disk_before = disk_line(Path(tmp))
-        run = asyncio.run(drive(server, models, args.rounds, args.warmup, args.followers))
+        profile_to = args.profile.resolve() if args.profile else None
+        run = asyncio.run(
+            drive(server, models, args.rounds, args.warmup, args.followers, profile_to)
+        )
         disk_after = disk_line(Path(tmp))
     engine = engine_gaps(rounds=20_000, warmup=500)
 
@@ -305,6 +339,9 @@ def main() -> None:
     print(f"  gap                         {alone.ms()}")
     print()
     print(f"ratio of medians, server / engine alone: {gap.median / alone.median:,.0f}x")
+    if args.profile:
+        print(f"\nprofiled: the server over the measured rounds, {args.profile}")
+        pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,99 @@
+"""The Host and Origin rules the door runs itself (it is no Jupyter handler) answer as Jupyter's
+own: each case is also put to JupyterHandler's check_host / check_origin, which must agree."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from jupyter_server.base.handlers import JupyterHandler
+
+from conch_jupyter.server_ext.door_handlers import local_host, origin_allowed
+
+LOCAL = ["localhost"]
+QUIET = logging.getLogger("test_door_checks")
+
+
+def jupyters_host_answer(host: str, local_hostnames: list[str]) -> bool:
+    """JupyterHandler.check_host itself, on a stand-in with just what it reads."""
+    handler = SimpleNamespace(
+        settings={"local_hostnames": local_hostnames},
+        request=SimpleNamespace(host=host),
+        log=QUIET,
+    )
+    return bool(JupyterHandler.check_host(handler))  # type: ignore[arg-type]
+
+
+def jupyters_origin_answer(
+    origin: str | None, host: str | None, allow_origin: str, pattern: str | None
+) -> bool:
+    """JupyterHandler.check_origin itself, for a request with no token (as every door's)."""
+    headers = {k: v for k, v in (("Origin", origin), ("Host", host)) if v is not None}
+    handler = SimpleNamespace(
+        allow_origin=allow_origin,
+        allow_origin_pat=pattern,
+        skip_check_origin=lambda: False,
+        request=SimpleNamespace(headers=headers, path="/a2a/researcher"),
+        log=QUIET,
+    )
+    return bool(JupyterHandler.check_origin(handler))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("localhost", True),
+        ("localhost:8888", True),
+        ("127.0.0.1:8888", True),
+        ("127.1.2.3", True),
+        ("[::1]:8888", True),
+        ("[::1]", True),
+        ("evil.example", False),
+        ("evil.example:8888", False),
+        ("localhost.evil.example", False),
+        ("10.0.0.5:8888", False),
+        ("[2001:db8::1]:80", False),
+        ("", False),
+    ],
+)
+def test_the_host_rule_is_jupyters(host: str, allowed: bool) -> None:
+    assert local_host(host, LOCAL) is allowed
+    assert jupyters_host_answer(host, LOCAL) is allowed
+
+
+def test_the_host_rule_takes_the_owners_local_hostnames_and_unix_sockets(tmp_path: Path) -> None:
+    socket = tmp_path / "jupyter.sock"
+    socket.write_text("")
+    encoded = str(socket).replace("/", "%2F")
+    for host, names, allowed in [
+        ("notebook.lan:8888", ["localhost", "notebook.lan"], True),
+        ("notebook.lan:8888", LOCAL, False),
+        (encoded, LOCAL, True),
+        (encoded.replace("jupyter.sock", "missing.sock"), LOCAL, False),
+    ]:
+        assert local_host(host, names) is allowed, host
+        assert jupyters_host_answer(host, names) is allowed, host
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "allow_origin", "pattern", "allowed"),
+    [
+        (None, "localhost:8888", "", None, True),  # a script
+        ("http://localhost:8888", None, "", None, True),
+        ("http://localhost:8888", "localhost:8888", "", None, True),  # the page's own host
+        ("HTTP://LOCALHOST:8888", "localhost:8888", "", None, True),
+        ("https://evil.example", "localhost:8888", "", None, False),
+        ("https://evil.example", "localhost:8888", "*", None, True),
+        ("https://app.example", "localhost:8888", "https://app.example", None, True),
+        ("https://evil.example", "localhost:8888", "https://app.example", None, False),
+        ("https://a.app.example", "localhost:8888", "", r"https://.*\.app\.example", True),
+        ("https://evil.example", "localhost:8888", "", r"https://.*\.app\.example", False),
+    ],
+)
+def test_the_origin_rule_is_jupyters(
+    origin: str | None, host: str | None, allow_origin: str, pattern: str | None, allowed: bool
+) -> None:
+    assert origin_allowed(origin, host, allow_origin, pattern) is allowed
+    assert jupyters_origin_answer(origin, host, allow_origin, pattern) is allowed
