@@ -53,7 +53,7 @@ from _jupyter import (
     server_code_line,
     sse_events,
 )
-from _machine import code_line, disk_line, load_line, machine_line, summarize
+from _machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
 from tests.jupyter_process import JupyterProcess
@@ -196,6 +196,7 @@ class ServerRun:
     followers: int
     follower_items: dict[str, int]  # what the first follower received, by kind
     seconds: float
+    cpu: int  # ns, the server process's CPU time over the measured rounds
 
 
 async def drive(
@@ -228,11 +229,14 @@ async def drive(
             )
             paired = await api.post("pairings", json={"agents": [ann["id"]]})
             key = (await checked(paired, 201))["key"]
-        started = time.monotonic()
+        started, cpu_at_start = time.monotonic(), 0
         for number in range(warmup + rounds):
             models.round = number
-            if profile_to is not None and number == warmup:
-                profile(server, key, "start")
+            if number == warmup:
+                assert server.process is not None
+                cpu_at_start = cpu_ns(server.process.pid)
+                if profile_to is not None:
+                    profile(server, key, "start")
             text = {"text": "@Ann go round the table"}
             await checked(await api.post(f"conversations/{chat_id}/messages", json=text), 202)
             if watching:
@@ -242,6 +246,8 @@ async def drive(
             if (end["turns"], end["reason"]) != (REPLIES_PER_ROUND, "replies"):
                 raise RuntimeError(f"round {number} ended unexpectedly: {end}")
         seconds = time.monotonic() - started
+        assert server.process is not None
+        cpu = cpu_ns(server.process.pid) - cpu_at_start
         if profile_to is not None:
             profile(server, key, "stop", profile_to)
         for task in tasks:
@@ -258,7 +264,7 @@ async def drive(
     if len(gaps) != rounds * (REPLIES_PER_ROUND - 1):
         raise RuntimeError(f"expected {rounds * (REPLIES_PER_ROUND - 1)} gaps, got {len(gaps)}")
     items = watching[0].items if watching else {}
-    return ServerRun(gaps, connects, rounds, followers, dict(items), seconds)
+    return ServerRun(gaps, connects, rounds, followers, dict(items), seconds, cpu)
 
 
 # --- the reference: the pure engine alone ---------------------------------------------------
@@ -332,6 +338,11 @@ def main() -> None:
     )
     print(f"  gap                         {gap.ms()}")
     print(f"  of it, accepted → request   {connect.ms()}")
+    replies = run.rounds * REPLIES_PER_ROUND
+    print(
+        f"  server CPU per reply        {run.cpu / replies / 1e6:.2f} ms"
+        f" ({run.cpu / 1e9:.2f} s over {replies} replies: the turn, its stream and fan-out)"
+    )
     if run.follower_items:
         items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
         print(f"  a follower received: {items}")

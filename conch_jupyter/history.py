@@ -8,6 +8,7 @@ history reads the same whichever provider gets it, and each reply's agent is nam
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -89,10 +90,17 @@ def _as_turn(item: Said, speaker: str) -> Turn:
         return Turn("user", item.text)
     if item.role == "agent" and item.speaker == speaker:
         return Turn("assistant", item.text)
-    if item.role == "agent":
-        return Turn("user", quote_agent(item.speaker or "another agent", item.text))
-    if item.role == "outside":
-        return Turn("user", quote_outside(item.speaker or "an outside agent", item.text))
-    if item.role == "tool":
-        return Turn("user", quote_tool(item.speaker or "an agent", item.tool or "tool", item.text))
-    return Turn("user", quote_note(item.text))
+    return Turn("user", _quoted(item.role, item.speaker, item.tool, item.text))
+
+
+# Every turn of a round quotes the same last messages again, for each speaker: the same words
+# give the same quote, so each is made once while it stays in recent history.
+@functools.lru_cache(maxsize=4 * HISTORY_MESSAGES)
+def _quoted(role: str, speaker: str | None, tool: str | None, text: str) -> str:
+    if role == "agent":
+        return quote_agent(speaker or "another agent", text)
+    if role == "outside":
+        return quote_outside(speaker or "an outside agent", text)
+    if role == "tool":
+        return quote_tool(speaker or "an agent", tool or "tool", text)
+    return quote_note(text)

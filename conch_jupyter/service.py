@@ -23,7 +23,7 @@ from .a2a.outside.service import OutsideAgents, OutsideError
 from .agents import Agent, AgentStore
 from .deadlines import settle
 from .files import StoreError
-from .history import Said, system_prompt
+from .history import HISTORY_MESSAGES, Said, system_prompt
 from .hub import Hub
 from .mentions import read_mentions, unclear_note
 from .notebook.rules import NOTEBOOK_TOOLS
@@ -344,7 +344,8 @@ class RoundService:
         place: dict[str, Any] | None,
     ) -> TurnInput:
         names = room.names()
-        said = [Said.of(m, names) for m in self.store.messages(chat.id, limit=60)]
+        history = self.store.messages(chat.id, limit=HISTORY_MESSAGES)
+        said = [Said.of(m, names) for m in history]
         system = system_prompt(
             speaker=agent.name,
             persona=agent.persona,

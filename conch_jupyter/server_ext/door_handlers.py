@@ -86,6 +86,12 @@ def local_host(host: str, local_hostnames: Sequence[str]) -> bool:
     socket_path = urldecode_unix_socket_path(host)
     if socket_path.startswith("/") and os.path.exists(socket_path):
         return True
+    return _local_name(host, tuple(local_hostnames))
+
+
+@functools.lru_cache(maxsize=64)
+def _local_name(host: str, local_hostnames: tuple[str, ...]) -> bool:
+    """A loopback address or a local hostname: the same few Hosts come on every request."""
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from ...agents import Agent
 from ...deadlines import duration
-from ...history import Said
+from ...history import HISTORY_MESSAGES, Said
 from ...hub import Hub
 from ...store import Conversation, Store
 from ...talk import clean_text
@@ -79,7 +79,7 @@ class PeerTurn:
         pairing, agent, chat = self.pairing, self.agent, self.chat
         said = [
             Said(m.role, m.text, pairing.label if m.role == "outside" else agent.name)
-            for m in self.store.messages(chat.id, limit=60)
+            for m in self.store.messages(chat.id, limit=HISTORY_MESSAGES)
         ]
         turn = TurnInput(
             conversation_id=chat.id,
