@@ -53,7 +53,7 @@ from _jupyter import (
     server_code_line,
     sse_events,
 )
-from _machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
+from _machine import code_line, cpu_split_ns, disk_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
 from tests.jupyter_process import JupyterProcess
@@ -196,7 +196,7 @@ class ServerRun:
     followers: int
     follower_items: dict[str, int]  # what the first follower received, by kind
     seconds: float
-    cpu: int  # ns, the server process's CPU time over the measured rounds
+    cpu: tuple[int, int]  # ns, the server's CPU time over the measured rounds: user, system
 
 
 async def drive(
@@ -229,12 +229,12 @@ async def drive(
             )
             paired = await api.post("pairings", json={"agents": [ann["id"]]})
             key = (await checked(paired, 201))["key"]
-        started, cpu_at_start = time.monotonic(), 0
+        started, cpu_at_start = time.monotonic(), (0, 0)
         for number in range(warmup + rounds):
             models.round = number
             if number == warmup:
                 assert server.process is not None
-                cpu_at_start = cpu_ns(server.process.pid)
+                cpu_at_start = cpu_split_ns(server.process.pid)
                 if profile_to is not None:
                     profile(server, key, "start")
             text = {"text": "@Ann go round the table"}
@@ -247,7 +247,8 @@ async def drive(
                 raise RuntimeError(f"round {number} ended unexpectedly: {end}")
         seconds = time.monotonic() - started
         assert server.process is not None
-        cpu = cpu_ns(server.process.pid) - cpu_at_start
+        cpu_at_end = cpu_split_ns(server.process.pid)
+        cpu = (cpu_at_end[0] - cpu_at_start[0], cpu_at_end[1] - cpu_at_start[1])
         if profile_to is not None:
             profile(server, key, "stop", profile_to)
         for task in tasks:
@@ -339,9 +340,11 @@ def main() -> None:
     print(f"  gap                         {gap.ms()}")
     print(f"  of it, accepted → request   {connect.ms()}")
     replies = run.rounds * REPLIES_PER_ROUND
+    user, system = run.cpu
     print(
-        f"  server CPU per reply        {run.cpu / replies / 1e6:.2f} ms"
-        f" ({run.cpu / 1e9:.2f} s over {replies} replies: the turn, its stream and fan-out)"
+        f"  server CPU per reply        {(user + system) / replies / 1e6:.2f} ms"
+        f" (user {user / replies / 1e6:.2f}, system {system / replies / 1e6:.2f};"
+        f" {replies} replies: the turn, its stream and fan-out)"
     )
     if run.follower_items:
         items = ", ".join(f"{k} {v}" for k, v in sorted(run.follower_items.items()))
