@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import pstats
 import tempfile
 import time
 from pathlib import Path
 
 # benchmarks/ is on sys.path: it is the running script's folder; _jupyter puts the repo there too.
-from _jupyter import conch_server, server_code_line
+from _jupyter import conch_server, enable_floor, profile, server_code_line
 from _machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
 
 from tests.scripted_models import ScriptedModels
@@ -41,6 +42,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=20_000, help="junk requests in all")
     parser.add_argument("--quick", action="store_true", help="2,000 requests")
+    parser.add_argument(
+        "--profile", type=Path, help="cProfile the server during the flood, to this file"
+    )
     args = parser.parse_args()
     requests = 2_000 if args.quick else args.requests
     load_at_start = load_line()
@@ -50,6 +54,8 @@ def main() -> None:
     ):
         folder = Path(tmp)
         disk = disk_line(folder)
+        if args.profile:
+            enable_floor(folder)
         models.responder = respond
         with conch_server(folder) as server, server.client(timeout=30) as http:
             assert server.process is not None
@@ -79,6 +85,8 @@ def main() -> None:
 
             out = folder / "flood.json"
             cpu_before = cpu_ns(pid)
+            if args.profile:
+                profile(server, plan.key, "start")
             child = multiprocessing.get_context("spawn").Process(
                 target=flood_child, args=(plan, str(out)), name="conch-flood"
             )
@@ -92,6 +100,8 @@ def main() -> None:
                     child.kill()
                 child.join(10)
             cpu = cpu_ns(pid) - cpu_before
+            if args.profile:
+                profile(server, plan.key, "stop", args.profile.resolve())
             flooded = json.loads(out.read_text())
             chat.settle(timeout=60)
 
@@ -120,6 +130,9 @@ def main() -> None:
     print(f"rounds the chat ran meanwhile: {len(chat.sent)}")
     held = sum(n for said, n in flooded["by_kind"]["a wrong key"].items() if said.startswith("429"))
     print(f"wrong keys answered 429: {held} of {sum(flooded['by_kind']['a wrong key'].values())}")
+    if args.profile:
+        print(f"\nprofiled: the server during the flood, {args.profile}")
+        pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":
