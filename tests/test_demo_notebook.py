@@ -8,7 +8,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.blocking import BlockingKernelClient
 from nbclient import NotebookClient
 
 from .jupyter_process import JupyterProcess
@@ -35,14 +34,10 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     """Run it in a kernel the server itself started, as JupyterLab would."""
     with server.client() as http:
         kernel = http.post(f"{server.url}api/kernels", json={"name": "python3"}).json()
-    connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel['id']}.json"
     notebook = nbformat.read(DEMO, as_version=4)
     runner = NotebookClient(notebook, timeout=120)
-    runner.kc = client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
+    runner.kc = client = server.connect_kernel(kernel["id"])
     try:
-        client.wait_for_ready(timeout=60)
         for index, cell in enumerate(notebook.cells):
             runner.execute_cell(cell, index)
     finally:

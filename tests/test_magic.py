@@ -117,22 +117,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]
 def kernel(server: JupyterProcess) -> Iterator[Kernel]:
     """A kernel started for a notebook session, as JupyterLab starts one."""
     with server.client() as http:
-        session = http.post(
+        answer = http.post(
             f"{server.url}api/sessions",
             json={"path": "talk.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
-        ).json()
-    kernel_id = session["kernel"]["id"]
-    connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel_id}.json"
-    client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
+        )
+    assert answer.status_code == 201, f"{answer.text}\n{server.log_tail()}"
+    session = answer.json()
     try:
-        client.wait_for_ready(timeout=60)
-        ran = Kernel(client).run("%load_ext conch_jupyter")
-        assert not ran.errors, ran.errors
-        yield Kernel(client)
+        client = server.connect_kernel(session["kernel"]["id"])
+        try:
+            ran = Kernel(client).run("%load_ext conch_jupyter")
+            assert not ran.errors, f"{ran.errors}\n{server.log_tail()}"
+            yield Kernel(client)
+        finally:
+            client.stop_channels()
     finally:
-        client.stop_channels()
         with server.client() as http:
             http.delete(f"{server.url}api/sessions/{session['id']}")
 
