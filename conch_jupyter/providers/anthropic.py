@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..sse import SSEEvent
 from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Turn, Usage
-from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEY_ENV = "ANTHROPIC_API_KEY"

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..sse import SSEEvent
 from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Usage
-from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_ENV = "OPENAI_API_KEY"
