@@ -412,16 +412,6 @@ def _jsonrpc_interface(raw: dict[str, Any]) -> tuple[str, Version]:
     raise WireError("the card names no interface (neither supportedInterfaces nor url)")
 
 
-def message_text(raw: Any) -> str | None:
-    """The text of a message someone sent us (either version); None if it is not one."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("parts"), list):
-        return None
-    texts = [p.get("text") for p in raw["parts"] if isinstance(p, dict)]
-    if not texts or not all(isinstance(t, str) for t in texts):
-        return None
-    return "\n".join(t for t in texts if isinstance(t, str))
-
-
 # --- what a paired agent sends the door --------------------------------------------------
 
 ID_LIMIT = 200
