@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
+from .errors import ConchError
 from .files import (
     Stamp,
     StoreError,
@@ -48,13 +49,8 @@ DEFAULT_AGENTS = (
 )
 
 
-class AgentError(Exception):
+class AgentError(ConchError):
     """A request about agents that cannot be done; `message` is a sentence for a person."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _is_part_of_word(ch: str, first: bool) -> bool:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .errors import ConchError
 from .sse import SSEEvent
 
 KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
@@ -29,14 +30,12 @@ Answer = dict[str, Any]
 Rows = list[dict[str, Any]]
 
 
-class ConchClientError(Exception):
+class ConchClientError(ConchError):
     """The API said no, in words (`code` is the API's error code; `status` its HTTP status)."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(code, message)
         self.status = status
-        self.code = code
-        self.message = message
 
 
 class ConchNotFound(ConchClientError):

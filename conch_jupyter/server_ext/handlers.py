@@ -22,6 +22,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..agents import AgentError
+from ..errors import ConchError
 from ..files import StoreError
 from ..service import ChatNotFound
 from ..store import NotFound
@@ -40,11 +41,13 @@ AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
 ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
 
 
-class ApiError(web.HTTPError):
+class ApiError(web.HTTPError, ConchError):
     """An error the API answers in words: {"error": {"code", "message"}}."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(status, log_message=message.replace("%", "%%"))
+        # Not ConchError.__init__: tornado fills log_message's %s from self.args, which must
+        # stay empty (tornado's __init__ does not call on up the chain either).
         self.code = code
         self.message = message
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
+from ...errors import ConchError
 from ...files import Stamp, atomic_write_json, file_stamp, read_json
 from .rules import hash_key, new_key
 
@@ -28,13 +29,8 @@ LABEL_MAX = 80
 AGENTS_MAX = 20
 
 
-class PairingError(Exception):
+class PairingError(ConchError):
     """A pairing that cannot be made or found; `message` is a sentence for a person."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _scope(value: str) -> str:

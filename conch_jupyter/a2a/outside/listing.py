@@ -19,19 +19,15 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from ...agents import NAME_MAX, name_problem, slug_of
+from ...errors import ConchError
 from ...files import Stamp, atomic_write_json, file_stamp, read_json
 from ...sealed import SealedFile
 from ..wire import Version
 from .guard import Home
 
 
-class OutsideError(Exception):
+class OutsideError(ConchError):
     """Something about outside agents that did not work; `message` is words for a person."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
