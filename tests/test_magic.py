@@ -78,8 +78,9 @@ class Ran:
 
 
 class Kernel:
-    def __init__(self, client: BlockingKernelClient) -> None:
+    def __init__(self, client: BlockingKernelClient, server: JupyterProcess) -> None:
         self.client = client
+        self.server = server
 
     def run(self, code: str, timeout: float = 60) -> Ran:
         ran = Ran()
@@ -96,7 +97,14 @@ class Kernel:
             elif kind == "error":
                 ran.errors.append("\n".join(content["traceback"]))
 
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        try:
+            reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        except TimeoutError:
+            # What the kernel printed so far and the server's log tail say where it hung.
+            raise AssertionError(
+                f"the cell ran longer than {timeout:g} s; it printed {ran}\n"
+                + self.server.log_tail()
+            ) from None
         if reply["content"]["status"] != "ok" and not ran.errors:
             ran.errors.append(str(reply["content"]))
         return ran
@@ -126,9 +134,10 @@ def kernel(server: JupyterProcess) -> Iterator[Kernel]:
     try:
         client = server.connect_kernel(session["kernel"]["id"])
         try:
-            ran = Kernel(client).run("%load_ext conch_jupyter")
+            kernel = Kernel(client, server)
+            ran = kernel.run("%load_ext conch_jupyter")
             assert not ran.errors, f"{ran.errors}\n{server.log_tail()}"
-            yield Kernel(client)
+            yield kernel
         finally:
             client.stop_channels()
     finally:
