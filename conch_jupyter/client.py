@@ -4,11 +4,12 @@ A kernel started by a Jupyter server that runs Conch inherits CONCH_SERVER_URL a
 CONCH_KERNEL_KEY; the key opens conch/api/ and nothing else. A kernel started before Conch loaded
 falls back to finding its server among the running ones by JPY_PARENT_PID and using its token.
 
-Shaped like httpx's clients: `BaseConchClient` does everything but I/O — where the API is, what
-each call sends (a `Call`) and how each answer and error is read — and the two subclasses only
-send: ConchClient for plain code, AsyncConchClient for the kernel's event loop, where the chat
-widget follows a chat's live stream without holding the kernel up. Both accept an httpx
-transport, the one I/O seam. Each API method is one line in each subclass, over one `Call`.
+Shaped like httpx's clients: `BaseConchClient` (client_base.py) does everything but I/O —
+where the API is, what each call sends (a `Call`) and how each answer and error is read — and
+the two subclasses only send: ConchClient for plain code, AsyncConchClient for the kernel's
+event loop, where the chat widget follows a chat's live stream without holding the kernel up.
+Both accept an httpx transport, the one I/O seam. Each API method is one line in each subclass,
+over one `Call`.
 """
 
 from __future__ import annotations

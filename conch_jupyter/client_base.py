@@ -1,5 +1,5 @@
 """The pure half of the kernel-side clients (client.py): what each call of Conch's API sends,
-how answers and errors are read, and where a kernel finds its server. No I/O happens here.
+how answers and errors are read, and where a kernel finds its server. It sends nothing itself.
 
 `Call` is one request as data with the reader of its answer; `Calls` lists every call of the
 API; `BaseConchClient` holds the address and headers and turns responses into answers or a
