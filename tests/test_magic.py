@@ -41,13 +41,15 @@ print(json.dumps({
 
 
 # Waits (without holding the kernel up) until a new round has begun and its floor has changed
-# hands; then stops waiting.
+# hands; then stops waiting. The waits in these cells are deadlines in seconds, not counts of
+# naps: on a loaded machine each nap takes longer than it asks for.
 WAIT_FOR_A_HANDOVER = """
-import asyncio
+import asyncio, time
 from conch_jupyter.widget import this_chat
 chat = this_chat()
 before = sum(i["kind"] == "round" for i in chat.items)
-for _ in range(500):
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
     cards = [n for n, i in enumerate(chat.items) if i["kind"] == "round"]
     if len(cards) > before and chat.round_running and any(
         "handed over" in i.get("text", "") for i in chat.items[cards[-1]:]
@@ -58,7 +60,11 @@ for _ in range(500):
 
 # Prints a widget trait once it has a value (the widget's sends run on the kernel's loop).
 PRINT_ONCE_SET = """
-for _ in range(500):
+import asyncio, time
+from conch_jupyter.widget import this_chat
+chat = this_chat()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
     if getattr(chat, {name!r}):
         break
     await asyncio.sleep(0.02)
