@@ -30,6 +30,7 @@ from ..sealed import SealedFile
 from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
+from ..turn import Turns
 from .handlers import handlers
 from .services import ConchServices
 
@@ -99,15 +100,21 @@ class ConchApp(ExtensionApp):
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
         budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        turns = Turns(
+            store,
+            agents,
+            hub,
+            http,
+            offline_delay=self.offline_delay,
+            retry_delay=self.retry_delay,
+        )
         rounds = RoundService(
             store=store,
             agents=agents,
             hub=hub,
-            http=http,
+            turns=turns,
             budget=budget,
             clock=time.time,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
             outside=outside,
         )
         kernel_key = secrets.token_urlsafe(32)
@@ -121,13 +128,7 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time),
             peers=PeerService(
-                store=store,
-                agents=agents,
-                http=http,
-                clock=time.time,
-                budget=budget,
-                offline_delay=self.offline_delay,
-                retry_delay=self.retry_delay,
+                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
             kernel_key=kernel_key,
