@@ -135,8 +135,13 @@ class ConchClient(BaseConchClient):
     def outside(self) -> Rows:
         return self.do(Calls.outside)
 
-    def add_outside(self, paste: str) -> Answer:
-        return self.do(Calls.add_outside(paste))
+    def add_outside(self, paste: str, name: str | None = None) -> Answer:
+        """Add an outside agent; `name` is yours to give (needed when its card's name clashes
+        with one of your agents')."""
+        return self.do(Calls.add_outside(paste, name))
+
+    def rename_outside(self, outside_id: str, name: str) -> Answer:
+        return self.do(Calls.rename_outside(outside_id, name))
 
     def delete_outside(self, outside_id: str) -> None:
         self.do(Calls.delete_outside(outside_id))
@@ -240,8 +245,13 @@ class AsyncConchClient(BaseConchClient):
     async def outside(self) -> Rows:
         return await self.do(Calls.outside)
 
-    async def add_outside(self, paste: str) -> Answer:
-        return await self.do(Calls.add_outside(paste))
+    async def add_outside(self, paste: str, name: str | None = None) -> Answer:
+        """Add an outside agent; `name` is yours to give (needed when its card's name clashes
+        with one of your agents')."""
+        return await self.do(Calls.add_outside(paste, name))
+
+    async def rename_outside(self, outside_id: str, name: str) -> Answer:
+        return await self.do(Calls.rename_outside(outside_id, name))
 
     async def delete_outside(self, outside_id: str) -> None:
         await self.do(Calls.delete_outside(outside_id))

@@ -123,8 +123,13 @@ class Calls:
         return Call("POST", _path("conversations", conversation_id, "round", "stop"), _stopped)
 
     @staticmethod
-    def add_outside(paste: str) -> Call[Answer]:
-        return Call("POST", "outside", _whole, {"paste": paste})
+    def add_outside(paste: str, name: str | None) -> Call[Answer]:
+        body = {"paste": paste} if name is None else {"paste": paste, "name": name}
+        return Call("POST", "outside", _whole, body)
+
+    @staticmethod
+    def rename_outside(outside_id: str, name: str) -> Call[Answer]:
+        return Call("PATCH", _path("outside", outside_id), _whole, {"name": name})
 
     @staticmethod
     def delete_outside(outside_id: str) -> Call[None]:

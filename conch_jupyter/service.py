@@ -25,6 +25,7 @@ from .deadlines import settle
 from .files import StoreError
 from .history import Said, system_prompt
 from .hub import Hub
+from .mentions import read_mentions, unclear_note
 from .rounds import (
     ROUND_END_WORDS,
     Ask,
@@ -44,7 +45,7 @@ from .rounds import (
 )
 from .spend import Budget, turn_refusal
 from .store import Conversation, Message, Store
-from .talk import mentions_in, outside_refused_note, turn_note
+from .talk import outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,10 @@ class RoundService:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
             return
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
-        named = mentions_in(message.text, (*roster.ours, *roster.outside))
+        mentions = read_mentions(message.text, roster.ours, roster.outside)
+        named = mentions.named
+        if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
+            self._note(chat.id, unclear_note(mentions.unclear))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
             self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
