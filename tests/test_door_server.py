@@ -174,7 +174,7 @@ async def test_the_reference_client_talks_to_the_door_in_1_0(
         assert card.name == "Researcher"
         endpoint = f"http://127.0.0.1:{jp_http_port}{jp_base_url}a2a/researcher"
         assert [i.url for i in card.supported_interfaces] == [endpoint]
-        assert made["address"] == endpoint
+        assert made["address"] == endpoint + "/"
 
         task = await sent(client, "What is a conch?", "ctx-1")
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -267,7 +267,7 @@ async def test_pairings_what_it_said_and_revoking(
     assert made["agents"] == ["writer", "researcher"]
     assert made["remote"] is False
     assert made["scopes"] == ["agent:writer", "agent:researcher"]
-    address = f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer"
+    address = f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer/"
     assert made["paste"] == f"Conch pairing for Writer\nAddress: {address}\nKey: {made['key']}"
     assert made["key"].startswith("conch_a2a_")
     stored = (conch_dir / "pairings.json").read_text()
@@ -829,7 +829,7 @@ async def test_from_another_computer(
     # The address given to the other side is the one the pairing was made at, proxy included.
     forwarded = {"X-Forwarded-Host": "conch.example.org", "X-Forwarded-Proto": "https"}
     _, made = await api("POST", "pairings", {"agents": ["writer"]}, headers=forwarded)
-    assert made["address"] == f"https://conch.example.org{jp_base_url}a2a/writer"
+    assert made["address"] == f"https://conch.example.org{jp_base_url}a2a/writer/"
     async with httpx.AsyncClient(timeout=10) as http:
         plain = await http.get(
             card, headers={**bearer(remote["key"]), **REMOTE, "X-Forwarded-Proto": "http"}
@@ -868,7 +868,7 @@ async def test_forwarded_headers_are_ignored_without_trust_xheaders(
     )
     forwarded = {"X-Forwarded-Host": "conch.example.org", "X-Forwarded-Proto": "https"}
     _, other = await api("POST", "pairings", {"agents": ["writer"]}, headers=forwarded)
-    assert other["address"] == f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer"
+    assert other["address"] == f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer/"
 
 
 @pytest.mark.parametrize("serverapp_config", [{"allow_unauthenticated_access": False}])

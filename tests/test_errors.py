@@ -10,7 +10,7 @@ from conch_jupyter.a2a.outside.service import OutsideError
 from conch_jupyter.agents import AgentError
 from conch_jupyter.client import ConchClientError, ConchNotFound
 from conch_jupyter.errors import ConchError
-from conch_jupyter.server_ext.handlers import ApiError
+from conch_jupyter.server_ext.base import ApiError
 
 ERRORS = [
     AgentError("name_taken", "That name is taken."),

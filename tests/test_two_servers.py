@@ -35,7 +35,7 @@ def test_a_paired_agent_answers_another_server(
         pairing = r.json()
     paste = pairing["paste"]
     assert paste.startswith("Conch pairing for Researcher\n")
-    assert f"{home.url}a2a/researcher" in paste
+    assert f"\nAddress: {home.url}a2a/researcher/\n" in paste
 
     with away.client() as http:
         r = http.post(away.api("outside"), json={"paste": paste})

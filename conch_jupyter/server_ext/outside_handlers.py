@@ -21,8 +21,8 @@ from pydantic import Field
 from tornado import web
 
 from ..a2a.outside.service import OutsideError
+from .base import ApiError, ConchHandler
 from .bodies import Body
-from .handlers import ApiError, ConchHandler
 
 _STATUS = {
     "not_found": 404,
