@@ -50,3 +50,9 @@ def test_the_client_errors_keep_their_status() -> None:
     assert ConchClientError(502, "http_error", "HTTP 502").status == 502
     missing = ConchNotFound("No Jupyter server with Conch was found.")
     assert (missing.status, missing.code) == (0, "no_server")
+
+
+def test_an_outside_error_still_says_whether_the_agent_answered() -> None:
+    error = OutsideError("failed", "Helper could not do it (its task failed).", answered=True)
+    assert (error.code, error.message, error.answered) == ("failed", str(error), True)
+    assert OutsideError("timeout", "Helper did not answer.").answered is False

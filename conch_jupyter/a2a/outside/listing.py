@@ -28,7 +28,16 @@ from .guard import Home
 
 
 class OutsideError(ConchError):
-    """Something about outside agents that did not work; `message` is words for a person."""
+    """Something about outside agents that did not work; `message` is words for a person.
+
+    `answered` marks an agent that did answer, but with no words to show (its task failed, it
+    turned the request down, it wants a sign-in): unlike one that never answered, that is news
+    the round can go on after.
+    """
+
+    def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
+        super().__init__(code, message)
+        self.answered = answered
 
 
 @dataclass(frozen=True)
