@@ -118,8 +118,9 @@ class ConchClient(BaseConchClient):
     def conversations(self) -> Rows:
         return self.do(Calls.conversations)
 
-    def create_conversation(self, title: str = "") -> Answer:
-        return self.do(Calls.create_conversation(title))
+    def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
+        """A new chat; with `path`, it belongs to that notebook (its agents work in its kernel)."""
+        return self.do(Calls.create_conversation(title, path))
 
     def conversation(self, conversation_id: str) -> Answer:
         return self.do(Calls.conversation(conversation_id))
@@ -228,8 +229,8 @@ class AsyncConchClient(BaseConchClient):
     async def conversations(self) -> Rows:
         return await self.do(Calls.conversations)
 
-    async def create_conversation(self, title: str = "") -> Answer:
-        return await self.do(Calls.create_conversation(title))
+    async def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
+        return await self.do(Calls.create_conversation(title, path))
 
     async def conversation(self, conversation_id: str) -> Answer:
         return await self.do(Calls.conversation(conversation_id))

@@ -106,8 +106,9 @@ class Calls:
         return Call("DELETE", _path("agents", agent_id), _nothing)
 
     @staticmethod
-    def create_conversation(title: str) -> Call[Answer]:
-        return Call("POST", "conversations", _whole, {"title": title})
+    def create_conversation(title: str, path: str | None) -> Call[Answer]:
+        body = {"title": title, "path": path} if path else {"title": title}
+        return Call("POST", "conversations", _whole, body)
 
     @staticmethod
     def conversation(conversation_id: str) -> Call[Answer]:

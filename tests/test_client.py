@@ -93,10 +93,10 @@ CALLS: list[tuple[str, Callable[[Any], Any], str, str, Any, dict[str, Any], Any]
     ),
     (
         "create_conversation",
-        lambda c: c.create_conversation("t"),
+        lambda c: c.create_conversation("t", path="a/b.ipynb"),
         "POST",
         "conversations",
-        {"title": "t"},
+        {"title": "t", "path": "a/b.ipynb"},
         {"id": "c1"},
         {"id": "c1"},
     ),

@@ -175,6 +175,11 @@ def _message_item(message: Item, names: Names, render: Render, user_label: str) 
     if role == "user":
         return {"kind": "user", "id": mid, "who": user_label, "html": render(mid, text)}
     agent = str(message.get("agent") or "")
+    if role == "tool":
+        # A tool call's log: drawn as plain text (monospace, folded), never as Markdown.
+        call = {k: message.get(k) for k in ("tool", "call_id", "code", "state")}
+        return {"kind": "tool", "id": mid, "agent": agent, "name": names.name(agent), **call,
+                "output": text}  # fmt: skip
     item: Item = {"id": mid, "agent": agent, "name": names.name(agent), "html": render(mid, text)}
     if role == "outside":
         return {"kind": "outside", **item}
