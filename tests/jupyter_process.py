@@ -184,40 +184,54 @@ class JupyterProcess:
     def connect_kernel(
         self, kernel_id: str, timeout: float = START_DEADLINE
     ) -> BlockingKernelClient:
-        """A client for a kernel this server started, returned once the kernel answers.
+        """A client for a kernel this server started, returned once the kernel answers."""
 
-        Not jupyter_client's wait_for_ready: a client made from a connection file judges the
-        kernel by its heartbeat, and a kernel still importing on a loaded machine misses the
-        heartbeat's one-second window, so wait_for_ready says "Kernel died before replying to
-        kernel_info" of a kernel that is only slow. Here the server, which owns the kernel's
-        process, says whether it is still alive.
-        """
+        def state() -> str:
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"jupyter server exited:\n{self.log_tail()}")
+            return self.kernel_state(kernel_id)
+
         runtime = self.root_dir / ".jupyter-home" / "runtime"
-        client = BlockingKernelClient(connection_file=str(runtime / f"kernel-{kernel_id}.json"))
-        client.load_connection_file()
-        client.start_channels(hb=False)
-        deadline = time.monotonic() + timeout
-        try:
-            while not _answered_kernel_info(client):
-                if self.process is None or self.process.poll() is not None:
-                    raise RuntimeError(f"jupyter server exited:\n{self.log_tail()}")
-                state = self.kernel_state(kernel_id)
-                if state in ("dead", "gone"):
-                    raise RuntimeError(
-                        f"the kernel died while starting (the server says: {state}):\n"
-                        + self.log_tail()
-                    )
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the kernel did not answer in {timeout:g} s (the server says: {state}):\n"
-                        + self.log_tail()
-                    )
-            while _drained(client):
-                pass  # what the kernel said while starting is not the first cell's output
-        except BaseException:
-            client.stop_channels()
-            raise
-        return client
+        return ready_kernel(runtime / f"kernel-{kernel_id}.json", state, self.log_tail, timeout)
+
+
+def ready_kernel(
+    connection_file: Path,
+    state: Callable[[], str],
+    log_tail: Callable[[], str],
+    timeout: float = START_DEADLINE,
+) -> BlockingKernelClient:
+    """A client for a kernel a server started, returned once the kernel answers.
+
+    Not jupyter_client's wait_for_ready: a client made from a connection file judges the kernel
+    by its heartbeat, and a kernel still importing on a loaded machine misses the heartbeat's
+    one-second window, so wait_for_ready says "Kernel died before replying to kernel_info" of a
+    kernel that is only slow. Here the server, which owns the kernel's process, says whether it
+    is still alive: `state` is what the server says of the kernel ("dead" and "gone" end the
+    wait), and `log_tail` the server's last words, shown when the kernel does not come up.
+    """
+    client = BlockingKernelClient(connection_file=str(connection_file))
+    client.load_connection_file()
+    client.start_channels(hb=False)
+    deadline = time.monotonic() + timeout
+    try:
+        while not _answered_kernel_info(client):
+            said = state()
+            if said in ("dead", "gone"):
+                raise RuntimeError(
+                    f"the kernel died while starting (the server says: {said}):\n{log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the kernel did not answer in {timeout:g} s (the server says: {said}):\n"
+                    + log_tail()
+                )
+        while _drained(client):
+            pass  # what the kernel said while starting is not the first cell's output
+    except BaseException:
+        client.stop_channels()
+        raise
+    return client
 
 
 class ExitedEarly(RuntimeError):
