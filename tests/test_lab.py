@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .browser import chromium, need_chromium, screenshot_path
-from .jupyter_process import START_DEADLINE, free_port
+from .jupyter_process import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -99,7 +99,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + START_DEADLINE
+        deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()}")
