@@ -57,15 +57,11 @@ class ChatNotFound(LookupError):
     pass
 
 
-# What an outside agent's task state means for you, when it is not a plain answer.
+# What an outside agent's answer means for you when it is not the whole story. A task that
+# failed, was turned down, canceled, or asks for sign-in never gets here: OutsideAgents.ask
+# raises OutsideError for those, and the note says so in its words.
 OUTSIDE_STATE_WORDS = {
     "TASK_STATE_INPUT_REQUIRED": "{name} needs more from you: mention it again to answer.",
-    "TASK_STATE_AUTH_REQUIRED": (
-        "{name} asks to be authorised, which Conch cannot do for it: check its key in Settings."
-    ),
-    "TASK_STATE_FAILED": "{name} says its task failed.",
-    "TASK_STATE_REJECTED": "{name} turned the request down.",
-    "TASK_STATE_CANCELED": "{name}'s task was canceled.",
 }
 
 

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
+from ...errors import ConchError
 from ...files import Stamp, atomic_write_bytes, file_stamp, read_json
 from .rules import DoorKeys, hash_key, new_key
 
@@ -29,13 +30,8 @@ LABEL_MAX = 80
 AGENTS_MAX = 20
 
 
-class PairingError(Exception):
+class PairingError(ConchError):
     """A pairing that cannot be made or found; `message` is a sentence for a person."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _scope(value: str) -> str:
