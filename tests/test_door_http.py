@@ -106,6 +106,18 @@ async def test_everything_under_the_door_answers_json(api: Api, door: str) -> No
             response = await http.post(url, content=get_task, headers={**headers, **bearer(key)})
             assert response.status_code == 200, response.text
             assert response.json()["error"]["code"] == -32001  # no such task, in JSON-RPC
+        # Jupyter's API headers, kept though the door is no Jupyter handler, on answers and
+        # refusals alike.
+        for response in (
+            await http.get(card, headers=bearer(key)),
+            await http.get(card),
+            await http.get(card, headers={**bearer(key), "Host": "evil.example"}),
+        ):
+            assert response.headers["X-Content-Type-Options"] == "nosniff"
+            policy = response.headers["Content-Security-Policy"]
+            assert policy.startswith("frame-ancestors 'self'; report-uri "), policy
+            assert policy.endswith("; default-src 'none'"), policy
+            assert response.headers["Content-Type"] == "application/json"
 
 
 @pytest.mark.parametrize("serverapp_config", [{}, STRICT], ids=["default", "strict"])
