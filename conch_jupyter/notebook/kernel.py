@@ -41,6 +41,10 @@ POLL_SECONDS = 0.1
 # an interrupt.
 ANSWER_SECONDS = 10.0
 SETTLE_SECONDS = 5.0
+# Stop interrupts an agent's run up to this many times, waiting this long each time for it to
+# end (see `_stop`).
+STOP_TRIES = 4
+STOP_WAIT_SECONDS = 0.25
 # A read waits this long for the user's running cell, then says the kernel is busy: a cell may
 # itself be waiting for the chat (`await chat.settled()`), and reading must not deadlock it.
 READ_WAIT_SECONDS = 5.0
@@ -158,7 +162,7 @@ class NotebookKernels:
                 return RunResult(_joined(parts) + TIMEOUT_WORDS, "timeout")
             except asyncio.CancelledError:
                 # Stop: the agent's own code is what runs now (we waited for the user's cell).
-                await asyncio.shield(self._interrupt(kernel_id))
+                await asyncio.shield(self._stop(kernel_id, client, msg_id))
                 raise
             return RunResult(_joined(parts) or "(no output)", "failed" if failed else "ran")
 
@@ -244,12 +248,37 @@ class NotebookKernels:
                 told = True
             await asyncio.sleep(POLL_SECONDS)
 
+    async def _stop(self, kernel_id: str, client: Any, msg_id: str) -> None:
+        """Interrupt the agent's run. An interrupt that lands after the code was sent but before
+        the kernel began it is lost (ipykernel ignores SIGINT between requests): so when the
+        kernel says it began the run only after that interrupt, and the run goes on, interrupt
+        it again. Never when the run began before (the first interrupt hit it): a second one
+        could hit the user's cell queued behind it. A few tries, a moment apart, so Stop stays
+        quick; code that swallows KeyboardInterrupt runs on, as it would for Jupyter's button."""
+        began: list[bool] = []
+        await self._interrupt(kernel_id)
+        for _ in range(STOP_TRIES):
+            try:
+                await self._collect(client, msg_id, [], time.monotonic() + STOP_WAIT_SECONDS, began)
+                return
+            except TimeoutError:
+                if began:  # it began after the interrupt, and goes on
+                    await self._interrupt(kernel_id)
+
     async def _interrupt(self, kernel_id: str) -> None:
         with contextlib.suppress(Exception):  # a kernel that died meanwhile needs no interrupt
             await ensure_async(self.kernels.get_kernel(kernel_id).interrupt_kernel())
 
-    async def _collect(self, client: Any, msg_id: str, parts: list[str], deadline: float) -> bool:
-        """Gather the run's output until the kernel is idle again; True if the code raised."""
+    async def _collect(
+        self,
+        client: Any,
+        msg_id: str,
+        parts: list[str],
+        deadline: float,
+        began: list[bool] | None = None,
+    ) -> bool:
+        """Gather the run's output until the kernel is idle again; True if the code raised.
+        `began` gets an entry when the kernel says it begins the run (its `execute_input`)."""
         failed = False
         while True:
             left = deadline - time.monotonic()
@@ -262,6 +291,8 @@ class NotebookKernels:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue  # the user's own cells, or another client's
             kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind == "execute_input" and began is not None:
+                began.append(True)
             if kind == "status" and content.get("execution_state") == "idle":
                 return failed
             if kind == "stream":
