@@ -123,9 +123,12 @@ def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:
     return "Auto: agents run code without asking."
 
 
-def cut_output(text: str, limit: int = OUTPUT_LIMIT) -> str:
-    """At most `limit` characters of output for the model, with a note saying it was cut."""
-    if len(text) <= limit:
+def cut_output(text: str, limit: int = OUTPUT_LIMIT, *, total: int | None = None) -> str:
+    """At most `limit` characters of output for the model, with a note saying it was cut.
+    `total`: how long the output really was, when `text` is only the start of it (a run's output
+    is not kept past what can be shown)."""
+    total = len(text) if total is None else max(total, len(text))
+    if total <= limit:
         return text
-    note = f"\n[Output cut: {len(text):,} characters, only the first {limit:,} are shown.]"
+    note = f"\n[Output cut: {total:,} characters, only the first {limit:,} are shown.]"
     return text[: max(limit - len(note), 0)] + note
