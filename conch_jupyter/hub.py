@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from .rows import Event, Message
+
 Item = dict[str, Any]
 
 # A follower this far behind is reading nothing; drop it instead of queueing forever.
@@ -32,6 +34,17 @@ class Hub:
                 # Make room for the end marker so the follower learns it was dropped.
                 queue.get_nowait()
                 queue.put_nowait(None)
+
+    def message(self, message: Message, name: str | None = None) -> None:
+        """A stored message, to its chat's followers (`name`: the speaker's display name)."""
+        data = message.to_json()
+        if name is not None:
+            data["name"] = name
+        self.publish(message.conversation_id, {"type": "message", "message": data})
+
+    def event(self, event: Event) -> None:
+        """A stored event, to its chat's followers."""
+        self.publish(event.conversation_id, {"type": "event", "event": event.to_json()})
 
     def followers(self, conversation_id: str) -> int:
         return len(self._followers.get(conversation_id, ()))

@@ -14,7 +14,6 @@ What the round does next is the engine's (rounds.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .a2a.outside.service import OutsideAgents, OutsideError
 from .a2a.reading import Outcome
@@ -70,19 +69,15 @@ class OutsideTurns:
             said = await self.store.add_message(
                 conversation_id, "outside", answer.text, agent=outside_id, round=place
             )
-            self._publish(conversation_id, "message", {**said.to_json(), "name": name})
+            self.hub.message(said, name)
             event = await self.store.add_event(
                 conversation_id, "peer.message", {"agent": outside_id, "text": answer.text}
             )
-            self._publish(conversation_id, "event", event.to_json())
+            self.hub.event(event)
         words = OUTSIDE_STATE_WORDS.get(answer.state)
         if words:
             await self._note(conversation_id, words.format(name=name))
         return None
 
     async def _note(self, conversation_id: str, text: str) -> None:
-        note = await self.store.add_message(conversation_id, "note", text)
-        self._publish(conversation_id, "message", note.to_json())
-
-    def _publish(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
-        self.hub.publish(conversation_id, {"type": kind, kind: data})
+        self.hub.message(await self.store.add_message(conversation_id, "note", text))

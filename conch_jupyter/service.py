@@ -381,8 +381,8 @@ class RoundService:
         self.hub.publish(chat.id, {"type": "round", "round": self.round_state(chat.id)})
 
     def _publish_message(self, message: Message) -> None:
-        data = self.message_json(message, self._room().names())
-        self.hub.publish(message.conversation_id, {"type": "message", "message": data})
+        name = self._room().names().get(message.agent) if message.agent else None
+        self.hub.message(message, name or message.agent)
 
     async def _try_note(self, conversation_id: str, text: str) -> None:
         """A note about a failure, which may itself fail to be stored: then the log has it."""
@@ -398,5 +398,4 @@ class RoundService:
         self._publish_message(note)
 
     async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
-        event = await self.store.add_event(conversation_id, kind, data)
-        self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})
+        self.hub.event(await self.store.add_event(conversation_id, kind, data))

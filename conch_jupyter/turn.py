@@ -220,7 +220,5 @@ class Turns:
             payer=turn.payer,
         )
         if kept is not None:
-            message = await kept
-            data = {**message.to_json(), "name": turn.agent.name}
-            self.hub.publish(turn.conversation_id, {"type": "message", "message": data})
+            self.hub.message(await kept, turn.agent.name)
         reply.cost = await spent

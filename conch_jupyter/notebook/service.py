@@ -253,8 +253,7 @@ class NotebookTools:
             round=caller.place,
             tool={**call, "state": ending},
         )
-        data = {**message.to_json(), "name": caller.name}
-        self.hub.publish(conversation_id, {"type": "message", "message": data})
+        self.hub.message(message, caller.name)
         seconds = round(max(self.clock() - started, 0.0), 3)
         ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
         await self._event(
@@ -271,8 +270,7 @@ class NotebookTools:
         self.hub.publish(conversation_id, {"type": "working", "working": working})
 
     async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
-        event = await self.store.add_event(conversation_id, kind, data)
-        self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})
+        self.hub.event(await self.store.add_event(conversation_id, kind, data))
 
 
 def _code(call: ToolCall) -> str | None:

@@ -123,7 +123,7 @@ class PeerService:
         except BaseException:
             self._release(pairing.id, running)
             raise
-        self.turns.hub.publish(chat.id, {"type": "message", "message": message.to_json()})
+        self.turns.hub.message(message)
         if command:
             self._release(pairing.id, running)
             return task_json(door_task, version)

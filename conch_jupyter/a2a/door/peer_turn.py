@@ -135,6 +135,5 @@ class PeerTurn:
             noted = self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
         ended = self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
         if noted is not None:
-            message = await noted
-            self.hub.publish(self.chat.id, {"type": "message", "message": message.to_json()})
+            self.hub.message(await noted)
         await ended
