@@ -28,6 +28,7 @@ from .history import Said, history_turns, system_prompt
 from .hub import Hub
 from .providers import make_provider, stream_reply
 from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from .render import render_markdown
 from .rounds import (
     Ask,
     Decision,
@@ -55,6 +56,9 @@ class ChatNotFound(LookupError):
 
 
 # What an outside agent's task state means for you, when it is not a plain answer.
+# Messages whose words are drawn as Markdown (notes are Conch's own plain lines).
+SEALED_ROLES = ("user", "agent", "outside")
+
 OUTSIDE_STATE_WORDS = {
     "TASK_STATE_INPUT_REQUIRED": "{name} needs more from you: mention it again to answer.",
     "TASK_STATE_AUTH_REQUIRED": (
@@ -160,7 +164,8 @@ class RoundService:
     def conversation_json(self, conversation_id: str) -> dict[str, Any]:
         # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
         conversation = self._require(conversation_id, origins=("user", "peer"))
-        names = self._room().names()
+        room = self._room()
+        names = room.names()
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
@@ -168,6 +173,12 @@ class RoundService:
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
+            # Who is who, so a view needs no other call to name everyone (issue 10).
+            "roster": {
+                "agents": [{"id": a.id, "name": a.name} for a in room.agents],
+                "outside": [{"id": i, "name": n} for n, i in room.outside.items()],
+            },
+            "streaming": self.hub.streaming(conversation_id),
         }
 
     def busy(self, conversation_id: str) -> bool:
@@ -179,6 +190,10 @@ class RoundService:
         data = message.to_json()
         if message.agent:
             data["name"] = names.get(message.agent, message.agent)
+        if message.role in SEALED_ROLES:
+            # Drawn sealed here, once it settles: a view inserts this HTML and never turns
+            # anyone's Markdown into DOM itself (a reply still streaming is plain text).
+            data["html"] = render_markdown(message.text)
         return data
 
     async def close(self) -> None:

@@ -190,6 +190,8 @@ class Chat:
     def _message(self, role: str, text: str, **more: Any) -> None:
         mid = more.pop("id", f"m{int(self.created)}-{role}")
         message = {"id": mid, "role": role, "text": text, "created": self._now(), **more}
+        if role != "note":
+            message["html"] = render_markdown(text)  # as the server draws it, sealed
         if message.get("agent"):
             message["name"] = self.state.names.name(message["agent"])
         self.state.take({"type": "message", "message": message})
@@ -251,14 +253,11 @@ class Chat:
         return [m for m in self.state.messages.values() if m["role"] in ("agent", "outside")]
 
     def traits(self) -> dict[str, Any]:
-        def render(_mid: str, text: str) -> str:
-            return render_markdown(text)
-
         return {
             "view": "chat",
             "title": "demo.ipynb",
-            "items": build_items(self.state, render),
-            "live": live_item(self.state, render),
+            "items": build_items(self.state),
+            "live": live_item(self.state),
             "round_running": self.state.round is not None,
             "mentions": self.state.names.mentions(),
             "notice": "",
@@ -344,7 +343,11 @@ def test_a_live_round_card_shows_faces_the_pass_and_who_has_the_floor(page: Page
     expect(first.locator(".conch-place")).to_have_text("turn 1")
     streaming = page.locator(".conch-agent.is-streaming")
     expect(streaming.locator(".conch-place")).to_have_text("turn 2 · handed over by Researcher")
-    expect(streaming.locator(".conch-md code")).to_have_text("three")
+    # Plain text while it streams (drawn sealed once it settles), grown by appending.
+    expect(streaming.locator(".conch-streaming-text")).to_have_text(
+        "A plan for Saturday, in `three`"
+    )
+    expect(streaming.locator("code")).to_have_count(0)
     assert pearl_rests_on(page, "Writer")
     page.locator(".conch-chat").screenshot(path=screenshot_path("harness-round-live"))
 
