@@ -58,12 +58,28 @@ class ChatWidget(KernelWidget):
     # --- what Python code can do ---
 
     def post(self, text: str) -> None:
-        """Send a message to the chat, as the composer does (a problem shows in `problem`)."""
-        self.act(self._post({"text": text}))
+        """Send a message to the chat, as the composer does (a problem shows in `problem`).
+
+        It is sent before this returns, not on the kernel's event loop: a long cell run after
+        it (a training run, a query) cannot hold the message back."""
+        if not text.strip():
+            return
+        rnd = self._state.round
+        try:
+            with ConchClient.from_environment() as client:
+                client.send(self.conversation_id, text)
+        except ConchClientError as error:
+            if error.code == "no_server":
+                raise
+            self.problem = error.message
+            return
+        self._sent(rnd)
 
     def stop_round(self) -> None:
         """End the running round at once, as the card's Stop does."""
-        self.act(self._stop({}))
+        with ConchClient.from_environment() as client:
+            stopped = client.stop(self.conversation_id)
+        self.notice = "" if stopped else "No round is running."
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Wait, without holding the kernel up, until the chat has answered everything."""
@@ -105,6 +121,9 @@ class ChatWidget(KernelWidget):
                 self.problem = error.message
                 self.send({"type": "send.failed", "text": text})
                 return
+        self._sent(rnd)
+
+    def _sent(self, rnd: dict[str, Any] | None) -> None:
         self.problem = ""
         if rnd and rnd.get("speaker"):
             who = self._state.names.name(str(rnd["speaker"]))
