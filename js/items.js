@@ -6,7 +6,7 @@
  */
 
 import { disc, h } from "./dom.js";
-import { textChange } from "./reconcile.js";
+import { paragraphPieces, textChange } from "./reconcile.js";
 import { roundCard } from "./round-card.js";
 
 /**
@@ -83,8 +83,9 @@ export function drawItem(item, ctx) {
 }
 
 /**
- * The reply streaming now: drawn once, then each new chunk appended as text, so a long reply
- * costs what its length does, not its square (issue 10).
+ * The reply streaming now: drawn once, then each new chunk appended as text, a paragraph to a
+ * block, so a long reply costs what its length does, not its square (issue 10): only the
+ * paragraph that grows is laid out again.
  */
 export class StreamingReply {
   constructor() {
@@ -94,34 +95,49 @@ export class StreamingReply {
     this.shown = "";
     /** @type {HTMLElement | null} */
     this.text = null;
+    /** @type {HTMLElement | null} */
+    this.block = null;
   }
 
   /** @param {Item} item @returns {HTMLElement} */
   show(item) {
+    const text = String(item.text || "");
     const key = JSON.stringify([item.id, item.kind, item.name, item.place]);
     if (!this.el || key !== this.key) {
-      const el = messageItem(item);
+      const el = messageItem({ ...item, text: "" });
       this.el?.replaceWith(el);
       this.el = el;
       this.key = key;
       this.text = el.querySelector(".conch-streaming-text");
-      this.shown = String(item.text || "");
-      return el;
+      this.block = null;
+      this.shown = "";
     }
-    const change = textChange(this.shown, String(item.text || ""));
-    if ("append" in change) {
-      if (change.append) this.text?.append(change.append);
-    } else if (this.text) {
-      this.text.textContent = change.replace;
+    const change = textChange(this.shown, text);
+    if ("replace" in change) {
+      this.text?.replaceChildren();
+      this.block = null;
+      this.shown = "";
     }
-    this.shown = String(item.text || "");
+    this.write("append" in change ? change.append : change.replace);
     return this.el;
+  }
+
+  /** @param {string} added */
+  write(added) {
+    for (const piece of paragraphPieces(this.shown, added)) {
+      if (piece.fresh || !this.block) {
+        this.block = h("span", { class: "conch-streaming-para" });
+        this.text?.append(this.block);
+      }
+      this.block.append(piece.text);
+      this.shown += piece.text;
+    }
   }
 
   clear() {
     this.el?.remove();
     this.el = null;
     this.key = this.shown = "";
-    this.text = null;
+    this.text = this.block = null;
   }
 }

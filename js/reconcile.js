@@ -39,3 +39,17 @@ export function reconcile(drawn, items) {
 export function textChange(shown, text) {
   return text.startsWith(shown) ? { append: text.slice(shown.length) } : { replace: text };
 }
+
+/**
+ * Appended text cut where paragraphs end (a blank line), so each paragraph can be its own block
+ * and the browser lays out only the paragraph that grows, not the whole reply.
+ * @param {string} shown what is drawn already @param {string} added the new words
+ * @returns {{fresh: boolean, text: string}[]} each piece, and whether it starts a new block
+ */
+export function paragraphPieces(shown, added) {
+  if (!added) return [];
+  const pieces = added.split(/(?<=\n\n)/);
+  return pieces
+    .map((text, i) => ({ fresh: i > 0 || shown === "" || shown.endsWith("\n\n"), text }))
+    .filter((piece) => piece.text !== "");
+}

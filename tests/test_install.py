@@ -226,7 +226,7 @@ def test_the_wheel_carries_the_built_view_and_it_loads(venv: Venv) -> None:
         "import json, pathlib, conch_jupyter.widget as w; "
         "static = pathlib.Path(w.__file__).parent / 'static'; "
         "print(json.dumps({'files': sorted(p.name for p in static.iterdir()), "
-        "'esm': w.ChatWidget._esm, 'css': w.SettingsWidget._css, 'static': str(static)}))"
+        "'esm': str(w.ChatWidget._esm), 'css': str(w.SettingsWidget._css), 'static': str(static)}))"
     )
     found = json.loads(venv.run(venv.python, "-c", code).splitlines()[-1])
     # Only what the build makes, and what anywidget hands the page: the bundle and its CSS.

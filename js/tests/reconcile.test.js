@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { reconcile, textChange } from "../reconcile.js";
+import { paragraphPieces, reconcile, textChange } from "../reconcile.js";
 
 const note = (id, text) => ({ kind: "note", id, text });
 const card = (id, line) => ({ kind: "round", id, line });
@@ -29,4 +29,16 @@ test("a streaming reply grows by appending; anything else replaces its text", ()
   assert.deepEqual(textChange("", "Hi"), { append: "Hi" });
   assert.deepEqual(textChange("Hello", "Hello"), { append: "" });
   assert.deepEqual(textChange("Hello", "Help"), { replace: "Help" });
+});
+
+test("appended words are cut where a paragraph ends, so each paragraph is its own block", () => {
+  assert.deepEqual(paragraphPieces("", "Hi"), [{ fresh: true, text: "Hi" }]);
+  assert.deepEqual(paragraphPieces("Hi", " there"), [{ fresh: false, text: " there" }]);
+  assert.deepEqual(paragraphPieces("Hi", "\n\nNext\n\nLast"), [
+    { fresh: false, text: "\n\n" },
+    { fresh: true, text: "Next\n\n" },
+    { fresh: true, text: "Last" },
+  ]);
+  assert.deepEqual(paragraphPieces("One\n\n", "Two"), [{ fresh: true, text: "Two" }]);
+  assert.deepEqual(paragraphPieces("x", ""), []);
 });
