@@ -7,8 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from .render import render_markdown
+
 Role = Literal["user", "agent", "outside", "note"]
 Origin = Literal["user", "peer"]
+# Whose words are drawn as Markdown (a note is Conch's own plain line).
+SEALED_ROLES = ("user", "agent", "outside")
 
 
 def month_start(ts: float) -> float:
@@ -57,6 +61,10 @@ class Message:
         if self.agent is not None:
             data["agent"] = self.agent
         data.update(text=self.text, created=self.created)
+        if self.role in SEALED_ROLES:
+            # Drawn sealed here, whichever way the message goes out (a snapshot, the live
+            # stream): a view inserts this HTML and never turns anyone's Markdown into DOM.
+            data["html"] = render_markdown(self.text)
         if self.round is not None:
             data["round"] = self.round
         return data

@@ -59,6 +59,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     busy = _notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
     for name in ("busy-light", "busy-dark", "busy7"):
         (work / f"{name}.ipynb").write_text(busy)
+    sleeping = "import time\ntime.sleep(60)"
+    (work / "settings.ipynb").write_text(
+        _notebook("%load_ext conch_jupyter", "%conch pairings", sleeping)
+    )
     for name in ("gone", "words"):
         (work / f"{name}.ipynb").write_text(_notebook("%load_ext conch_jupyter", "%conch"))
     with running_lab(root, base_url=BASE_URL, offline_delay=0.12) as running:
@@ -264,4 +268,48 @@ def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
     # nothing else went wrong.
     away = ("ERR_CONNECTION_REFUSED", "status of 500")
     assert all(any(a in e for a in away) for e in console.errors), console.errors
+    page.context.close()
+
+
+def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
+    browser: Browser, lab: Lab
+) -> None:
+    address = f"{lab.url}lab/workspaces/settings/tree/settings.ipynb?token={lab.token}"
+    page = open_notebook(browser, address)
+    console = Console(page)
+    run_all(page)
+    settings = page.locator(".conch-settings").first
+    expect(settings).to_be_visible(timeout=60_000)
+    page.wait_for_function(f"({KERNEL_STATUS})() === 'busy'", timeout=30_000)
+    panel = settings.locator(".conch-panel:visible")
+    expect(panel.get_by_role("button", name="Pair", exact=True)).to_be_visible()
+    # Pair Writer: the key is shown once, here, and the pairing is listed.
+    panel.locator(".conch-choices input[value=writer]").check()
+    panel.get_by_role("button", name="Pair", exact=True).click()
+    once = panel.locator(".conch-once")
+    expect(once).to_contain_text("It is shown only this once.", timeout=10_000)
+    expect(once.locator(".conch-secret")).to_contain_text("conch_")
+    expect(panel.locator(".conch-row")).to_have_count(1)
+    panel.get_by_role("button", name="What it said").click()
+    expect(panel.locator(".conch-said")).to_contain_text("It has not said anything yet.")
+    # Your agents: edit Writer's persona; the server has it.
+    settings.get_by_role("tab", name="Your agents").click()
+    panel = settings.locator(".conch-panel:visible")
+    panel.locator(".conch-row").filter(has_text="Writer").get_by_role("button", name="Edit").click()
+    form = panel.locator(".conch-form:visible")
+    form.locator("[name=persona]").fill("Writes it down, briefly.")
+    form.get_by_role("button", name="Save").click()
+    expect(panel.locator(".conch-form:visible")).to_have_count(0, timeout=10_000)
+    expect(panel.locator(".conch-row").filter(has_text="Writer")).to_contain_text(
+        "Writes it down, briefly."
+    )
+    with lab.client() as http:
+        writer = http.get(f"{lab.url}conch/api/agents/writer").json()
+        pairings = http.get(f"{lab.url}conch/api/pairings").json()["pairings"]
+    assert writer["persona"] == "Writes it down, briefly."
+    assert [p["agents"] for p in pairings] == [["writer"]]
+    assert page.evaluate(KERNEL_STATUS) == "busy"  # all of it while the cell still ran
+    settings.screenshot(path=screenshot_path("lab-settings-busy-kernel"))
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
+    assert console.errors == []
     page.context.close()

@@ -275,8 +275,9 @@ def update(page: Page, traits: dict[str, Any]) -> None:
 
 
 def sent(page: Page) -> list[dict[str, Any]]:
+    """What the view sent the kernel, after its first word (a chat asks for the relay)."""
     result: list[dict[str, Any]] = page.evaluate("window.model.sent")
-    return result
+    return [m for m in result if m != {"type": "relay"}]
 
 
 REPLY_R = "Options:\n\n- a museum\n- a **film** marathon\n\n@Writer, over to you."
@@ -316,6 +317,9 @@ def pearl_rests_on(page: Page, face_name: str) -> bool:
 
 def test_a_live_round_card_shows_faces_the_pass_and_who_has_the_floor(page: Page) -> None:
     mount(page, two_agent_round().traits())
+    # No Jupyter server behind this page: the kernel relays, and is asked to.
+    expect(page.locator(".conch-chat")).to_have_attribute("data-source", "kernel")
+    assert page.evaluate("window.model.sent") == [{"type": "relay"}]
     round_card = card(page)
     expect(round_card).to_have_attribute("data-state", "live")
     expect(round_card.locator(".conch-face")).to_have_count(2)
