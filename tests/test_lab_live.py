@@ -88,6 +88,17 @@ class Console:
             self.errors.append(message.text)
 
 
+def cookie_auth_only(page: Page) -> None:
+    """Take the token out of the page's config (JupyterLab read it already), so the view must
+    authenticate as it does under JupyterHub: the login cookie, and `_xsrf` as X-XSRFToken."""
+    page.evaluate(
+        """() => {
+          const el = document.getElementById("jupyter-config-data");
+          el.textContent = JSON.stringify({...JSON.parse(el.textContent), token: ""});
+        }"""
+    )
+
+
 def run_all(page: Page) -> None:
     # Not awaited: the cells run on while the test watches.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
@@ -215,6 +226,7 @@ def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
         browser, f"{lab.url}lab/workspaces/words/tree/words.ipynb?token={lab.token}"
     )
     console = Console(page)
+    cookie_auth_only(page)
     run_all(page)
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
@@ -277,6 +289,7 @@ def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
     address = f"{lab.url}lab/workspaces/settings/tree/settings.ipynb?token={lab.token}"
     page = open_notebook(browser, address)
     console = Console(page)
+    cookie_auth_only(page)
     run_all(page)
     settings = page.locator(".conch-settings").first
     expect(settings).to_be_visible(timeout=60_000)
