@@ -688,6 +688,17 @@ def test_settings_outside_agents_and_a_server_without_them(page: Page) -> None:
     page.locator(".conch-paste").fill("https://other.example/ key abc")
     page.get_by_role("button", name="Add", exact=True).click()
     assert sent(page)[-1] == {"type": "outside.add", "paste": "https://other.example/ key abc"}
+    page.locator(".conch-own-name").fill("Other Desk")  # a name of your own
+    page.get_by_role("button", name="Add", exact=True).click()
+    assert sent(page)[-1]["name"] == "Other Desk"
+    row.get_by_role("button", name="Rename").click()
+    row.get_by_label("New name for Helper").fill("Help Desk")
+    row.get_by_role("button", name="Save").click()
+    assert sent(page)[-1] == {"type": "outside.rename", "id": "helper", "name": "Help Desk"}
+    update(page, {"outside": [{**helper, "clashes_with": "Writer"}]})
+    expect(row.locator(".conch-row-problem").first).to_contain_text(
+        "Its name clashes with your agent “Writer”"
+    )
     page.get_by_role("button", name="Repair everything").click()
     assert sent(page)[-1] == {"type": "outside.repair"}
     page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-outside"))
