@@ -9,9 +9,11 @@ from typing import Any, Literal
 
 from .render import render_markdown
 
-Role = Literal["user", "agent", "outside", "note"]
+Role = Literal["user", "agent", "outside", "note", "tool"]
+Mode = Literal["ask", "auto", "read"]
 Origin = Literal["user", "peer"]
-# Whose words are drawn as Markdown (a note is Conch's own plain line).
+# Whose words are drawn as Markdown (a note is Conch's own plain line; a tool call's log is
+# plain text).
 SEALED_ROLES = ("user", "agent", "outside")
 
 
@@ -39,9 +41,11 @@ class Conversation:
     tainted: dict[str, Any] | None
     pairing_id: str | None = None
     context_key: str | None = None
+    path: str | None = None  # the notebook this chat belongs to (its kernel runs the tools)
+    mode: Mode = "ask"
 
     def to_json(self) -> dict[str, Any]:
-        fields = ("id", "title", "created", "origin", "agent", "tainted")
+        fields = ("id", "title", "created", "origin", "agent", "tainted", "path", "mode")
         return {name: getattr(self, name) for name in fields}
 
 
@@ -54,6 +58,8 @@ class Message:
     created: float
     agent: str | None = None
     round: dict[str, Any] | None = None
+    # A tool message's call: {tool, call_id, code?, state}; its `text` is what the model was shown.
+    tool: dict[str, Any] | None = None
     seq: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -65,6 +71,8 @@ class Message:
             # Drawn sealed here, whichever way the message goes out (a snapshot, the live
             # stream): a view inserts this HTML and never turns anyone's Markdown into DOM.
             data["html"] = render_markdown(self.text)
+        if self.tool is not None:
+            data.update(self.tool, output=self.text)
         if self.round is not None:
             data["round"] = self.round
         return data

@@ -26,6 +26,8 @@ from .files import StoreError
 from .history import Said, system_prompt
 from .hub import Hub
 from .mentions import read_mentions, unclear_note
+from .notebook.rules import NOTEBOOK_TOOLS
+from .notebook.service import NotebookTools
 from .rounds import (
     ROUND_END_WORDS,
     Ask,
@@ -43,7 +45,7 @@ from .rounds import (
     UserWrote,
     end_words,
 )
-from .spend import Budget, turn_refusal
+from .spend import Budget, loop_refusal, turn_refusal
 from .store import Conversation, Message, Store
 from .talk import outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
@@ -120,6 +122,8 @@ class RoundService:
         self.budget = budget
         self.clock = clock
         self.outside = outside
+        # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
+        self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, _Chat] = {}
 
     # --- what the handlers call ---
@@ -132,6 +136,7 @@ class RoundService:
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
         if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
+        self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
             chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
@@ -144,6 +149,7 @@ class RoundService:
         if chat is None or chat.round is None or not chat.round.taking_turns:
             return False
         chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
+        self.tools.skip_asking(conversation_id)  # Stop skips what waits for a yes
         if chat.running is not None:
             chat.running.cancel()
         return True
@@ -168,6 +174,7 @@ class RoundService:
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
+            **self.tools.chat_json(conversation),  # asking, working, mode_words
             # Who is who, so a view needs no other call to name everyone (issue 10).
             "roster": {
                 "agents": [{"id": a.id, "name": a.name} for a in room.agents],
@@ -218,6 +225,7 @@ class RoundService:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
+        self.tools.new_message(chat.id)
         room = self._room()
         if not room.agents:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
@@ -294,7 +302,12 @@ class RoundService:
         try:
             outcome = asking.result()
         except OutsideError as error:
-            self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
+            failed = f"{turn.agent} did not answer: {error.message}"
+            if not error.answered:
+                # Nothing came back at all: the round ends in error, never as if it had answered.
+                log.warning("Conch: chat %s: %s", chat.id, failed)
+                return rnd.handle(ProviderFailed(turn.agent, failed))
+            self._note(chat.id, failed)
             return rnd.handle(OutsideAnswered(turn.agent))
         if outcome.context_id:
             self.store.set_context_id(chat.id, outside_id, outcome.context_id)
@@ -330,10 +343,7 @@ class RoundService:
         place: dict[str, Any] | None,
     ) -> TurnInput:
         names = room.names()
-        said = [
-            Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
-            for m in self.store.messages(chat.id, limit=60)
-        ]
+        said = [Said.of(m, names) for m in self.store.messages(chat.id, limit=60)]
         system = system_prompt(
             speaker=agent.name,
             persona=agent.persona,
@@ -350,6 +360,10 @@ class RoundService:
             user_text=message.text,
             room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             place=place,
+            tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
+            spend_check=lambda cost: loop_refusal(
+                self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
+            ),
         )
 
     def _finish(self, chat: _Chat, end: End) -> None:

@@ -69,6 +69,24 @@ export function drawItem(item, ctx) {
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
   }
+  if (item.kind === "tool") {
+    // What an agent's tool call did, as plain text (its fuller drawing is the notebook tools'
+    // work): who, which tool, how it ended; the code and the output folded under it.
+    const words = [item.name, item.tool, item.state].filter(Boolean).join(" · ");
+    return {
+      el: h(
+        "li",
+        { class: "conch-tool", "data-state": item.state || "" },
+        h(
+          "details",
+          {},
+          h("summary", { text: words }),
+          item.code && h("pre", { class: "conch-tool-code", text: item.code }),
+          h("pre", { class: "conch-tool-output", text: item.output || "" }),
+        ),
+      ),
+    };
+  }
   if (item.kind === "note") {
     return {
       el: h(

@@ -222,6 +222,11 @@ function messageItem(message, names, userLabel) {
   const html = String(message.html || "");
   if (message.role === "user") return { kind: "user", id, who: userLabel, html };
   const agent = String(message.agent || "");
+  if (message.role === "tool") {
+    // A tool call's log: plain text, never Markdown.
+    const call = Object.fromEntries(["tool", "call_id", "code", "state"].map((k) => [k, message[k] ?? null]));
+    return { kind: "tool", id, agent, name: names.name(agent), ...call, output: String(message.text || "") };
+  }
   const item = { id, agent, name: names.name(agent), html };
   if (message.role === "outside") return { kind: "outside", ...item };
   return { kind: "agent", ...item, place: placeWords(place, names) };

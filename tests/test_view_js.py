@@ -93,6 +93,18 @@ def _stream() -> list[dict[str, Any]]:
         "check",
         message("w1", "agent", "A *plan* for", agent="writer", name="Writer", round={"turn": 3}),
         message("n3", "note", "You stopped it."),
+        message(
+            "t1",
+            "tool",
+            "3\n",
+            agent="writer",
+            name="Writer",
+            tool="run_code",
+            call_id="c1",
+            code="1 + 2",
+            state="ran",
+        ),
+        message("t2", "tool", "x = 1", agent="writer", name="Writer", tool="list_variables"),
         {"type": "round", "round": None},
         event(3, "round.ended", turns=3, reason="stopped", words="Researcher, Helper and Writer"),
         "check",
@@ -136,4 +148,8 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "handover",
         "agent",
         "note",
+        "tool",
+        "tool",
     ]
+    assert python[1]["items"][-2]["code"] == "1 + 2"
+    assert python[1]["items"][-1]["state"] is None
