@@ -67,6 +67,15 @@ async def test_a_path_outside_the_root_is_refused_in_words(api: Api, path: Any) 
     assert body["error"]["code"] == "invalid"
 
 
+async def test_an_absolute_path_under_the_root_is_made_relative(api: Api, jp_root_dir: Any) -> None:
+    # What JupyterLab tells a kernel it started (JPY_SESSION_NAME), and so what %conch sends.
+    status, chat = await api("POST", "conversations", {"path": f"{jp_root_dir}/dir/a.ipynb"})
+    assert status == 201, chat
+    assert chat["path"] == "dir/a.ipynb"
+    status, body = await api("POST", "conversations", {"path": str(jp_root_dir)})
+    assert (status, body["error"]["code"]) == (400, "invalid")
+
+
 async def test_the_user_changes_the_mode(api: Api) -> None:
     _, chat = await api("POST", "conversations", {})
     for mode, words in (("auto", "Auto:"), ("read", "Read:"), ("ask", "Ask:")):

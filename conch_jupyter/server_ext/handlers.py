@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import PurePosixPath
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -89,8 +90,21 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        conversation = self.conch.store.create_conversation(title=body.title, path=body.path)
+        path = body.path
+        if path is not None and path.startswith("/"):
+            path = under_the_root(path, str(self.settings.get("server_root_dir") or ""))
+        conversation = self.conch.store.create_conversation(title=body.title, path=path)
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
+
+
+def under_the_root(path: str, root: str) -> str:
+    """An absolute notebook path (what JupyterLab tells a kernel) as Jupyter's APIs spell it:
+    relative to the server's root; refused in words if it is not under it."""
+    where, top = PurePosixPath(path), PurePosixPath(root)
+    if not root or not where.is_relative_to(top) or where == top:
+        words = "path: path must be a notebook's path under the server's root."
+        raise ApiError(400, "invalid", words)
+    return str(where.relative_to(top))
 
 
 def the_users_own(handler: ConchHandler, doing: str) -> None:
