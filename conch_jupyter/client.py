@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -81,8 +81,11 @@ class ConchClient:
     def delete_agent(self, agent_id: str) -> None:
         self._call("DELETE", f"agents/{quote(agent_id, safe='')}")
 
-    def conversations(self) -> list[dict[str, Any]]:
-        chats: list[dict[str, Any]] = self._call("GET", "conversations")["conversations"]
+    def conversations(self, path: str | None = None) -> list[dict[str, Any]]:
+        """The chats; with `path`, only that notebook's (its path under the server's root, or
+        absolute, as JupyterLab tells a kernel)."""
+        query = f"?{urlencode({'path': path})}" if path else ""
+        chats: list[dict[str, Any]] = self._call("GET", f"conversations{query}")["conversations"]
         return chats
 
     def create_conversation(self, title: str = "", path: str | None = None) -> dict[str, Any]:

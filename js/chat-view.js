@@ -35,14 +35,27 @@ import { ChatState, buildItems, liveItem } from "./timeline.js";
 const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions"];
 
 /**
- * A chat followed straight from the server.
- * @param {ServerApi} api @param {string} conversationId @param {(text: string) => void} refused
- * @returns {Source}
+ * @typedef {{chat: ChatState, state: Store, stop: () => void, views: number}} Followed
  */
-export function directChat(api, conversationId, refused) {
+
+/**
+ * The chats this page follows, one event stream each however many views show them: a browser
+ * keeps at most six connections to a server open, and a notebook that shows its chat in five
+ * cells must not use five of them (JupyterLab's own requests would wait behind them).
+ * @type {Map<string, Followed>}
+ */
+const FOLLOWED = new Map();
+
+/** @param {ServerApi} api @param {string} conversationId @returns {Followed} */
+function followed(api, conversationId) {
+  const key = `${api.base}${conversationId}`;
+  const known = FOLLOWED.get(key);
+  if (known) {
+    known.views += 1;
+    return known;
+  }
   const chat = new ChatState();
   const state = new Store({ title: "", items: [], live: null, round_running: false, mentions: [], notice: "", problem: "" });
-  const path = `conversations/${encodeURIComponent(conversationId)}`;
   let itemsChanged = false;
   let liveChanged = false;
   // Many stream items arrive in one read: draw once for all of them.
@@ -58,7 +71,7 @@ export function directChat(api, conversationId, refused) {
     if (itemsChanged || liveChanged) state.update({ live: liveItem(chat) });
     itemsChanged = liveChanged = false;
   };
-  const stopFollowing = api.follow(conversationId, {
+  const stop = api.follow(conversationId, {
     item(item) {
       const changed = chat.take(item);
       if (item.type === "event" && item.event?.type === "round.ended") state.update({ notice: "" });
@@ -70,8 +83,23 @@ export function directChat(api, conversationId, refused) {
       state.update({ problem: words });
     },
   });
+  const entry = { chat, state, stop, views: 1 };
+  FOLLOWED.set(key, entry);
+  return entry;
+}
+
+/**
+ * A chat followed straight from the server.
+ * @param {ServerApi} api @param {string} conversationId @param {(text: string) => void} refused
+ * @returns {Source}
+ */
+export function directChat(api, conversationId, refused) {
+  const entry = followed(api, conversationId);
+  const { chat, state } = entry;
+  const path = `conversations/${encodeURIComponent(conversationId)}`;
   /** @param {unknown} error */
   const say = (error) => state.update({ problem: error instanceof ConchError ? error.message : String(error) });
+  let closed = false;
   return {
     state,
     async send(text) {
@@ -94,7 +122,15 @@ export function directChat(api, conversationId, refused) {
         say(error);
       }
     },
-    close: stopFollowing,
+    close() {
+      if (closed) return;
+      closed = true;
+      entry.views -= 1;
+      if (entry.views === 0) {
+        entry.stop();
+        FOLLOWED.delete(`${api.base}${conversationId}`);
+      }
+    },
   };
 }
 

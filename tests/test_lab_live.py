@@ -280,12 +280,12 @@ def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
     expect(drawn).to_have_count(len(said))
     last = [m for m in said if m["role"] == "agent"][-1]
     assert chat.locator(".conch-agent").last.locator(".conch-md").inner_html() == last["html"]
-    # While the server was away, the browser itself logged the failed loads (JupyterLab's own
-    # polling too). A stream request that reaches the server while it shuts down can still get a
-    # 500 (its store is closed before its HTTP server stops: a server-side fault, reported);
-    # nothing else went wrong.
-    away = ("ERR_CONNECTION_REFUSED", "status of 500")
-    assert all(any(a in e for a in away) for e in console.errors), console.errors
+    # While the server was away, the browser itself logged the requests that failed (JupyterLab's
+    # polling and sockets, the view's stream), among them a 500 that a stream request got while
+    # the server shut down (its store closes before its HTTP server stops: a server-side fault,
+    # reported). Those are the browser's lines; nothing else went wrong (no uncaught error).
+    away = ("Failed to load resource: ", "WebSocket connection to ")
+    assert all(e.startswith(away) for e in console.errors), console.errors
     page.context.close()
 
 

@@ -74,6 +74,11 @@ async def test_an_absolute_path_under_the_root_is_made_relative(api: Api, jp_roo
     assert chat["path"] == "dir/a.ipynb"
     status, body = await api("POST", "conversations", {"path": str(jp_root_dir)})
     assert (status, body["error"]["code"]) == (400, "invalid")
+    await api("POST", "conversations", {"path": "dir/b.ipynb"})
+    # %conch finds its notebook's chats by the path its kernel was told, absolute or not.
+    for asked in (f"{jp_root_dir}/dir/a.ipynb", "dir/a.ipynb"):
+        _, found = await api("GET", "conversations", params={"path": asked})
+        assert [c["id"] for c in found["conversations"]] == [chat["id"]]
 
 
 async def test_the_user_changes_the_mode(api: Api) -> None:

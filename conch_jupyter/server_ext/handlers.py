@@ -81,18 +81,24 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def get(self) -> None:
         store = self.conch.store
-        chats = [
-            {**c.to_json(), "spent_usd": store.spent(c.id)} for c in store.list_conversations()
-        ]
+        listed = store.list_conversations()
+        path = self.get_argument("path", None)
+        if path:  # one notebook's chats (%conch finds its own by the path its kernel is told)
+            wanted = self._root_relative(path)
+            listed = [c for c in listed if c.path == wanted]
+        chats = [{**c.to_json(), "spent_usd": store.spent(c.id)} for c in listed]
         self.reply({"conversations": chats})
+
+    def _root_relative(self, path: str) -> str:
+        if not path.startswith("/"):
+            return path
+        return under_the_root(path, str(self.settings.get("server_root_dir") or ""))
 
     @web.authenticated
     @authorized
     def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        path = body.path
-        if path is not None and path.startswith("/"):
-            path = under_the_root(path, str(self.settings.get("server_root_dir") or ""))
+        path = None if body.path is None else self._root_relative(body.path)
         conversation = self.conch.store.create_conversation(title=body.title, path=path)
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
 

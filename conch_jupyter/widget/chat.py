@@ -217,11 +217,10 @@ def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> s
     """
     title = notebook_title(env)
     path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "").strip() or None
-    mine = [
-        c
-        for c in client.conversations()
-        if c.get("path") == path and (path is not None or c.get("title") == title)
-    ]
+    if path is not None:  # the server knows its root: it finds this notebook's chats
+        mine = client.conversations(path)
+    else:
+        mine = [c for c in client.conversations() if c.get("path") is None and c["title"] == title]
     if mine:
         return str(max(mine, key=lambda c: float(c.get("created", 0)))["id"])
     return str(client.create_conversation(title, path)["id"])
