@@ -23,6 +23,7 @@ from typing import Any
 import pydantic
 
 from .agents_file import AgentsFile, StoredAgent, StoredProvider
+from .errors import ConchError
 from .files import (
     Stamp,
     StoreError,
@@ -45,13 +46,8 @@ DEFAULT_AGENTS = (
 )
 
 
-class AgentError(Exception):
+class AgentError(ConchError):
     """A request about agents that cannot be done; `message` is a sentence for a person."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def check_name(name: object) -> str:

@@ -1,44 +1,56 @@
-"""The kernel side's way to the server's Conch API.
+"""The kernel side's way to the server's Conch API: ConchClient (blocking) and AsyncConchClient.
 
 A kernel started by a Jupyter server that runs Conch inherits CONCH_SERVER_URL and
 CONCH_KERNEL_KEY; the key opens conch/api/ and nothing else. A kernel started before Conch loaded
 falls back to finding its server among the running ones by JPY_PARENT_PID and using its token.
 
-ConchClient is for plain code (blocking calls); AsyncConchClient is for the kernel's event loop,
-where the chat widget follows a chat's live stream without holding the kernel up.
+Shaped like httpx's clients: `BaseConchClient` (client_base.py) does everything but I/O —
+where the API is, what each call sends (a `Call`) and how each answer and error is read — and
+the two subclasses only send: ConchClient for plain code, AsyncConchClient for the kernel's
+event loop, where the chat widget follows a chat's live stream without holding the kernel up.
+Both accept an httpx transport, the one I/O seam. Each API method is one line in each subclass,
+over one `Call`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
-from urllib.parse import quote, urlencode
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, TypeVar
 
 import httpx
 
-from .providers.sse import response_events
+from .client_base import (
+    FOLLOW_TIMEOUT,
+    KERNEL_KEY_HEADER,
+    Answer,
+    BaseConchClient,
+    Call,
+    Calls,
+    ConchClientError,
+    ConchNotFound,
+    Rows,
+    locate_server,
+)
+from .sse import aiter_events, iter_events
 
-KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
+__all__ = [
+    "KERNEL_KEY_HEADER",
+    "AsyncConchClient",
+    "BaseConchClient",
+    "Call",
+    "Calls",
+    "ConchClient",
+    "ConchClientError",
+    "ConchNotFound",
+    "locate_server",
+]
+
+T = TypeVar("T")
 
 
-class ConchClientError(Exception):
-    """The API said no, in words (`code` is the API's error code; `status` its HTTP status)."""
+class ConchClient(BaseConchClient):
+    """Blocking calls, for plain code (the %conch magic)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-class ConchNotFound(ConchClientError):
-    def __init__(self, message: str) -> None:
-        super().__init__(0, "no_server", message)
-
-
-class ConchClient:
     def __init__(
         self,
         server_url: str,
@@ -46,16 +58,12 @@ class ConchClient:
         kernel_key: str | None = None,
         token: str | None = None,
         timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.api_url = server_url.rstrip("/") + "/conch/api/"
+        super().__init__(server_url, kernel_key=kernel_key, token=token)
         self._http = httpx.Client(
-            headers=_headers(kernel_key, token), timeout=timeout, trust_env=False
+            headers=self.headers, timeout=timeout, trust_env=False, transport=transport
         )
-
-    @classmethod
-    def from_environment(cls, env: Mapping[str, str] | None = None) -> ConchClient:
-        url, key, token = locate_server(env)
-        return cls(url, kernel_key=key, token=token)
 
     def close(self) -> None:
         self._http.close()
@@ -66,140 +74,97 @@ class ConchClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- the API ---
-
-    def agents(self) -> list[dict[str, Any]]:
-        agents: list[dict[str, Any]] = self._call("GET", "agents")["agents"]
-        return agents
-
-    def create_agent(self, **body: Any) -> dict[str, Any]:
-        return self._call("POST", "agents", body)
-
-    def update_agent(self, agent_id: str, **changes: Any) -> dict[str, Any]:
-        return self._call("PATCH", f"agents/{quote(agent_id, safe='')}", changes)
-
-    def delete_agent(self, agent_id: str) -> None:
-        self._call("DELETE", f"agents/{quote(agent_id, safe='')}")
-
-    def conversations(self, path: str | None = None) -> list[dict[str, Any]]:
-        """The chats; with `path`, only that notebook's (its path under the server's root, or
-        absolute, as JupyterLab tells a kernel)."""
-        query = f"?{urlencode({'path': path})}" if path else ""
-        chats: list[dict[str, Any]] = self._call("GET", f"conversations{query}")["conversations"]
-        return chats
-
-    def create_conversation(self, title: str = "", path: str | None = None) -> dict[str, Any]:
-        """A new chat; with `path`, it belongs to that notebook (its agents work in its kernel)."""
-        return self._call("POST", "conversations", _new_chat(title, path))
-
-    def conversation(self, conversation_id: str) -> dict[str, Any]:
-        return self._call("GET", f"conversations/{conversation_id}")
-
-    def send(self, conversation_id: str, text: str) -> str:
-        message_id: str = self._call(
-            "POST", f"conversations/{conversation_id}/messages", {"text": text}
-        )["message_id"]
-        return message_id
-
-    def stop(self, conversation_id: str) -> bool:
-        return bool(self._call("POST", f"conversations/{conversation_id}/round/stop")["stopped"])
+    def do(self, call: Call[T]) -> T:
+        method, url, body = self.request(call)
+        try:
+            response = self._http.request(method, url, json=body)
+        except httpx.HTTPError as error:
+            raise self.unreachable(error) from None
+        return call.read(self.answer(response))
 
     def follow(self, conversation_id: str) -> Iterator[dict[str, Any]]:
-        """The chat's live stream: a snapshot first, then messages, events, deltas, round state."""
-        url = self.api_url + f"conversations/{conversation_id}/events"
-        with self._http.stream("GET", url, timeout=httpx.Timeout(30.0, read=None)) as response:
-            if response.status_code >= 400:
-                response.read()
-                self._raise(response)
-            for line in response.iter_lines():
-                if line.startswith("data:"):
-                    yield json.loads(line[5:].strip())
+        """The chat's live stream: a snapshot first, then messages, events, deltas, round state.
 
-    # --- plumbing ---
-
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        It ends when the server ends the stream (a follower that fell behind is dropped and
+        should follow again, starting from a new snapshot).
+        """
         try:
-            response = self._http.request(
-                method, self.api_url + path, json=body if body is not None else None
-            )
+            with self._http.stream(
+                "GET", self.follow_url(conversation_id), timeout=FOLLOW_TIMEOUT
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise self.error(response)
+                for event in iter_events(response):
+                    if (item := self.item(event)) is not None:
+                        yield item
         except httpx.HTTPError as error:
-            raise _unreachable(error) from None
-        return _answer(response)
+            raise self.unreachable(error) from None
 
-    @staticmethod
-    def _raise(response: httpx.Response) -> None:
-        raise _error(response)
+    # --- your agents and chats ---
 
+    def agents(self) -> Rows:
+        return self.do(Calls.agents)
 
-def locate_server(env: Mapping[str, str] | None = None) -> tuple[str, str | None, str | None]:
-    """This kernel's Jupyter server with Conch: (url, kernel key, token), or ConchNotFound."""
-    env = os.environ if env is None else env
-    url, key = env.get("CONCH_SERVER_URL"), env.get("CONCH_KERNEL_KEY")
-    if url and key:
-        return url, key, None
-    parent = env.get("JPY_PARENT_PID")
-    if parent:
-        from jupyter_server.serverapp import list_running_servers
+    def create_agent(self, **body: Any) -> Answer:
+        return self.do(Calls.create_agent(body))
 
-        for server in list_running_servers():
-            if str(server.get("pid")) == parent:
-                return str(server["url"]), None, server.get("token") or None
-    raise ConchNotFound(
-        "No Jupyter server with Conch was found for this kernel. Start JupyterLab with "
-        "conch-jupyter installed, then restart the kernel."
-    )
+    def update_agent(self, agent_id: str, **changes: Any) -> Answer:
+        return self.do(Calls.update_agent(agent_id, changes))
 
+    def delete_agent(self, agent_id: str) -> None:
+        self.do(Calls.delete_agent(agent_id))
 
-def _headers(kernel_key: str | None, token: str | None) -> dict[str, str]:
-    if kernel_key:
-        return {KERNEL_KEY_HEADER: kernel_key}
-    if token:
-        return {"Authorization": f"token {token}"}
-    return {}
+    def conversations(self) -> Rows:
+        return self.do(Calls.conversations)
 
+    def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
+        """A new chat; with `path`, it belongs to that notebook (its agents work in its kernel)."""
+        return self.do(Calls.create_conversation(title, path))
 
-def _unreachable(error: httpx.HTTPError) -> ConchClientError:
-    return ConchClientError(0, "unreachable", f"Conch's server did not answer: {error}")
+    def conversation(self, conversation_id: str) -> Answer:
+        return self.do(Calls.conversation(conversation_id))
 
+    def send(self, conversation_id: str, text: str) -> str:
+        return self.do(Calls.send(conversation_id, text))
 
-def _error(response: httpx.Response) -> ConchClientError:
-    try:
-        error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "http_error", f"HTTP {response.status_code}"
-    return ConchClientError(response.status_code, code, message)
+    def stop(self, conversation_id: str) -> bool:
+        return self.do(Calls.stop(conversation_id))
 
+    # --- outside agents and pairings ---
 
-def _answer(response: httpx.Response) -> dict[str, Any]:
-    if response.status_code >= 400:
-        raise _error(response)
-    answer: dict[str, Any] = response.json() if response.content else {}
-    return answer
+    def outside(self) -> Rows:
+        return self.do(Calls.outside)
 
+    def add_outside(self, paste: str, name: str | None = None) -> Answer:
+        """Add an outside agent; `name` is yours to give (needed when its card's name clashes
+        with one of your agents')."""
+        return self.do(Calls.add_outside(paste, name))
 
-def _rows(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """The list an answer holds under `key` (e.g. {"outside": [...]})."""
-    rows = answer.get(key)
-    if not isinstance(rows, list):
-        raise ConchClientError(200, "bad_answer", f"The server's answer had no {key} list.")
-    return rows
+    def rename_outside(self, outside_id: str, name: str) -> Answer:
+        return self.do(Calls.rename_outside(outside_id, name))
 
+    def delete_outside(self, outside_id: str) -> None:
+        self.do(Calls.delete_outside(outside_id))
 
-def _new_chat(title: str, path: str | None) -> dict[str, Any]:
-    return {"title": title, "path": path} if path else {"title": title}
+    def repair_outside(self) -> Rows:
+        return self.do(Calls.repair_outside)
+
+    def pairings(self) -> Rows:
+        return self.do(Calls.pairings)
+
+    def create_pairing(self, agents: list[str], *, remote: bool = False) -> Answer:
+        return self.do(Calls.create_pairing(agents, remote))
+
+    def delete_pairing(self, pairing_id: str) -> None:
+        self.do(Calls.delete_pairing(pairing_id))
+
+    def pairing_chats(self, pairing_id: str) -> Rows:
+        return self.do(Calls.pairing_chats(pairing_id))
 
 
-def _path(*parts: str) -> str:
-    return "/".join(quote(part, safe="") for part in parts)
-
-
-class AsyncConchClient:
-    """The same API for a kernel's event loop (the chat widget follows a chat with it).
-
-    Errors are ConchClientError with the same words as ConchClient's. Beyond the chat API it
-    speaks to outside agents and pairings, which Settings needs.
-    """
+class AsyncConchClient(BaseConchClient):
+    """The same API for a kernel's event loop (the widgets use it), with the same words."""
 
     def __init__(
         self,
@@ -210,18 +175,10 @@ class AsyncConchClient:
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.api_url = server_url.rstrip("/") + "/conch/api/"
+        super().__init__(server_url, kernel_key=kernel_key, token=token)
         self._http = httpx.AsyncClient(
-            headers=_headers(kernel_key, token),
-            timeout=timeout,
-            trust_env=False,
-            transport=transport,
+            headers=self.headers, timeout=timeout, trust_env=False, transport=transport
         )
-
-    @classmethod
-    def from_environment(cls, env: Mapping[str, str] | None = None) -> AsyncConchClient:
-        url, key, token = locate_server(env)
-        return cls(url, kernel_key=key, token=token)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -232,94 +189,85 @@ class AsyncConchClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # --- your agents and chats ---
-
-    async def agents(self) -> list[dict[str, Any]]:
-        return list((await self._call("GET", "agents"))["agents"])
-
-    async def create_agent(self, **body: Any) -> dict[str, Any]:
-        return await self._call("POST", "agents", body)
-
-    async def update_agent(self, agent_id: str, **changes: Any) -> dict[str, Any]:
-        return await self._call("PATCH", _path("agents", agent_id), changes)
-
-    async def delete_agent(self, agent_id: str) -> None:
-        await self._call("DELETE", _path("agents", agent_id))
-
-    async def conversations(self) -> list[dict[str, Any]]:
-        return list((await self._call("GET", "conversations"))["conversations"])
-
-    async def create_conversation(self, title: str = "", path: str | None = None) -> dict[str, Any]:
-        return await self._call("POST", "conversations", _new_chat(title, path))
-
-    async def conversation(self, conversation_id: str) -> dict[str, Any]:
-        return await self._call("GET", _path("conversations", conversation_id))
-
-    async def send(self, conversation_id: str, text: str) -> str:
-        path = _path("conversations", conversation_id) + "/messages"
-        return str((await self._call("POST", path, {"text": text}))["message_id"])
-
-    async def stop(self, conversation_id: str) -> bool:
-        path = _path("conversations", conversation_id) + "/round/stop"
-        return bool((await self._call("POST", path))["stopped"])
+    async def do(self, call: Call[T]) -> T:
+        method, url, body = self.request(call)
+        try:
+            response = await self._http.request(method, url, json=body)
+        except httpx.HTTPError as error:
+            raise self.unreachable(error) from None
+        return call.read(self.answer(response))
 
     async def follow(self, conversation_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The chat's live stream: a snapshot first, then messages, events, deltas, round state.
-
-        It ends when the server ends the stream (a follower that fell behind is dropped and
-        should follow again, starting from a new snapshot).
-        """
-        url = self.api_url + _path("conversations", conversation_id) + "/events"
+        """The chat's live stream, as ConchClient.follow gives it."""
         try:
             async with self._http.stream(
-                "GET", url, timeout=httpx.Timeout(30.0, read=None)
+                "GET", self.follow_url(conversation_id), timeout=FOLLOW_TIMEOUT
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise _error(response)
-                async for event in response_events(response):
-                    try:
-                        yield event.json()
-                    except ValueError:
-                        continue  # not an item of ours; the stream goes on
+                    raise self.error(response)
+                async for event in aiter_events(response):
+                    if (item := self.item(event)) is not None:
+                        yield item
         except httpx.HTTPError as error:
-            raise _unreachable(error) from None
+            raise self.unreachable(error) from None
+
+    # --- your agents and chats ---
+
+    async def agents(self) -> Rows:
+        return await self.do(Calls.agents)
+
+    async def create_agent(self, **body: Any) -> Answer:
+        return await self.do(Calls.create_agent(body))
+
+    async def update_agent(self, agent_id: str, **changes: Any) -> Answer:
+        return await self.do(Calls.update_agent(agent_id, changes))
+
+    async def delete_agent(self, agent_id: str) -> None:
+        await self.do(Calls.delete_agent(agent_id))
+
+    async def conversations(self) -> Rows:
+        return await self.do(Calls.conversations)
+
+    async def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
+        return await self.do(Calls.create_conversation(title, path))
+
+    async def conversation(self, conversation_id: str) -> Answer:
+        return await self.do(Calls.conversation(conversation_id))
+
+    async def send(self, conversation_id: str, text: str) -> str:
+        return await self.do(Calls.send(conversation_id, text))
+
+    async def stop(self, conversation_id: str) -> bool:
+        return await self.do(Calls.stop(conversation_id))
 
     # --- outside agents and pairings (Settings) ---
 
-    async def outside(self) -> list[dict[str, Any]]:
-        return _rows(await self._call("GET", "outside"), "outside")
+    async def outside(self) -> Rows:
+        return await self.do(Calls.outside)
 
-    async def add_outside(self, paste: str, name: str | None = None) -> dict[str, Any]:
+    async def add_outside(self, paste: str, name: str | None = None) -> Answer:
         """Add an outside agent; `name` is yours to give (needed when its card's name clashes
         with one of your agents')."""
-        body = {"paste": paste} if name is None else {"paste": paste, "name": name}
-        return await self._call("POST", "outside", body)
+        return await self.do(Calls.add_outside(paste, name))
 
-    async def rename_outside(self, outside_id: str, name: str) -> dict[str, Any]:
-        return await self._call("PATCH", _path("outside", outside_id), {"name": name})
+    async def rename_outside(self, outside_id: str, name: str) -> Answer:
+        return await self.do(Calls.rename_outside(outside_id, name))
 
     async def delete_outside(self, outside_id: str) -> None:
-        await self._call("DELETE", _path("outside", outside_id))
+        await self.do(Calls.delete_outside(outside_id))
 
-    async def repair_outside(self) -> list[dict[str, Any]]:
-        return _rows(await self._call("POST", "outside/repair"), "outside")
+    async def repair_outside(self) -> Rows:
+        return await self.do(Calls.repair_outside)
 
-    async def pairings(self) -> list[dict[str, Any]]:
-        return list((await self._call("GET", "pairings"))["pairings"])
+    async def pairings(self) -> Rows:
+        return await self.do(Calls.pairings)
 
-    async def create_pairing(self, agents: list[str], *, remote: bool = False) -> dict[str, Any]:
-        return await self._call("POST", "pairings", {"agents": agents, "remote": remote})
+    async def create_pairing(self, agents: list[str], *, remote: bool = False) -> Answer:
+        return await self.do(Calls.create_pairing(agents, remote))
 
     async def delete_pairing(self, pairing_id: str) -> None:
-        await self._call("DELETE", _path("pairings", pairing_id))
+        await self.do(Calls.delete_pairing(pairing_id))
 
-    async def pairing_chats(self, pairing_id: str) -> list[dict[str, Any]]:
-        return list((await self._call("GET", _path("pairings", pairing_id) + "/chats"))["chats"])
-
-    async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        try:
-            response = await self._http.request(method, self.api_url + path, json=body)
-        except httpx.HTTPError as error:
-            raise _unreachable(error) from None
-        return _answer(response)
+    async def pairing_chats(self, pairing_id: str) -> Rows:
+        return await self.do(Calls.pairing_chats(pairing_id))

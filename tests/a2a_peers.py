@@ -54,6 +54,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .jupyter_process import START_DEADLINE
+
 V03_METHODS = frozenset({"message/send", "tasks/get", "tasks/cancel", "message/stream"})
 
 
@@ -272,10 +274,12 @@ class Peer:
             target=server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + START_DEADLINE
         while not server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the a2a-sdk peer's thread ended before it started")
             if time.monotonic() > deadline:
-                raise RuntimeError("the a2a-sdk peer did not start")
+                raise RuntimeError(f"the a2a-sdk peer did not start in {START_DEADLINE:g} s")
             time.sleep(0.01)
         return self
 
@@ -334,8 +338,8 @@ class Hostile:
 
     def __enter__(self) -> Hostile:
         self._thread.start()
-        if not self._ready.wait(5):
-            raise RuntimeError("the hostile server did not start")
+        if not self._ready.wait(START_DEADLINE):
+            raise RuntimeError(f"the hostile server did not start in {START_DEADLINE:g} s")
         return self
 
     def __exit__(self, *exc: object) -> None:

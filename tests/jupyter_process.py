@@ -1,4 +1,10 @@
-"""A real Jupyter server with Conch in a child process, for tests that restart or kill it."""
+"""A real Jupyter server with Conch in a child process, for tests that restart or kill it, and
+a ready client for a kernel that server started.
+
+Start-up deadlines are long and explicit on purpose: CI runs the suite on a small machine that
+other work shares, where a server or a kernel can take many seconds to come up. A start that
+fails says why, with the tail of the server's log (a kernel's own output lands there too).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import httpx
+from jupyter_client.blocking import BlockingKernelClient
+
+# How long a server or a kernel may take to start before a test gives up on it.
+START_DEADLINE = 120.0
 
 
 def free_port() -> int:
@@ -56,7 +67,21 @@ class JupyterProcess:
             headers={"Authorization": f"token {self.token}"}, trust_env=False, **kwargs
         )
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = START_DEADLINE) -> None:
+        """Start the server and wait until Conch's API answers.
+
+        A server that exits while starting is started once more, on a new port: the port is
+        picked free here and bound by the child later, and another process may take it between.
+        """
+        try:
+            self._start_once(timeout)
+        except ExitedEarly as first:
+            try:
+                self._start_once(timeout)
+            except ExitedEarly as second:
+                raise RuntimeError(f"{first}\n--- and once more ---\n{second}") from None
+
+    def _start_once(self, timeout: float) -> None:
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         env = {
@@ -91,6 +116,7 @@ class JupyterProcess:
             "--ConchApp.retry_delay=0.05",
             *self.extra,
         ]
+        started_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root_dir
@@ -99,8 +125,11 @@ class JupyterProcess:
         deadline = time.monotonic() + timeout
         with self.client() as http:
             while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"jupyter server exited:\n{self.log()}")
+                code = self.process.poll()
+                if code is not None:
+                    self.process = None
+                    tail = self.log_tail(started_at)
+                    raise ExitedEarly(f"jupyter server exited ({code}) while starting:\n{tail}")
                 try:
                     if http.get(self.api("agents")).status_code == 200:
                         return
@@ -108,7 +137,9 @@ class JupyterProcess:
                     pass
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"jupyter server did not answer in {timeout} s:\n{self.log()}")
+        raise RuntimeError(
+            f"jupyter server did not answer in {timeout:g} s:\n{self.log_tail(started_at)}"
+        )
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hooks run, as in a crash or a power cut of the process."""
@@ -129,6 +160,104 @@ class JupyterProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, since: int = 0, lines: int = 60) -> str:
+        """The last lines the server (and its kernels) wrote, from byte `since` of the log on."""
+        if not self.log_path.exists():
+            return "(no log)"
+        with self.log_path.open("rb") as log:
+            log.seek(since)
+            text = log.read().decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:]) or "(the log is empty)"
+
+    def kernel_state(self, kernel_id: str) -> str:
+        """What the server says of one of its kernels: its execution state, or "gone"."""
+        try:
+            with self.client() as http:
+                answer = http.get(f"{self.url}api/kernels/{kernel_id}")
+        except httpx.HTTPError as error:
+            return f"unknown (the server did not answer: {error})"
+        if answer.status_code == 404:
+            return "gone"
+        return str(answer.json().get("execution_state", "unknown"))
+
+    def connect_kernel(
+        self, kernel_id: str, timeout: float = START_DEADLINE
+    ) -> BlockingKernelClient:
+        """A client for a kernel this server started, returned once the kernel answers."""
+
+        def state() -> str:
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"jupyter server exited:\n{self.log_tail()}")
+            return self.kernel_state(kernel_id)
+
+        runtime = self.root_dir / ".jupyter-home" / "runtime"
+        return ready_kernel(runtime / f"kernel-{kernel_id}.json", state, self.log_tail, timeout)
+
+
+def ready_kernel(
+    connection_file: Path,
+    state: Callable[[], str],
+    log_tail: Callable[[], str],
+    timeout: float = START_DEADLINE,
+) -> BlockingKernelClient:
+    """A client for a kernel a server started, returned once the kernel answers.
+
+    Not jupyter_client's wait_for_ready: a client made from a connection file judges the kernel
+    by its heartbeat, and a kernel still importing on a loaded machine misses the heartbeat's
+    one-second window, so wait_for_ready says "Kernel died before replying to kernel_info" of a
+    kernel that is only slow. Here the server, which owns the kernel's process, says whether it
+    is still alive: `state` is what the server says of the kernel ("dead" and "gone" end the
+    wait), and `log_tail` the server's last words, shown when the kernel does not come up.
+    """
+    client = BlockingKernelClient(connection_file=str(connection_file))
+    client.load_connection_file()
+    client.start_channels(hb=False)
+    deadline = time.monotonic() + timeout
+    try:
+        while not _answered_kernel_info(client):
+            said = state()
+            if said in ("dead", "gone"):
+                raise RuntimeError(
+                    f"the kernel died while starting (the server says: {said}):\n{log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the kernel did not answer in {timeout:g} s (the server says: {said}):\n"
+                    + log_tail()
+                )
+        while _drained(client):
+            pass  # what the kernel said while starting is not the first cell's output
+    except BaseException:
+        client.stop_channels()
+        raise
+    return client
+
+
+class ExitedEarly(RuntimeError):
+    """The server's process ended before it answered."""
+
+
+def _answered_kernel_info(client: BlockingKernelClient) -> bool:
+    # As jupyter_client does: a reply on shell, and then something on IOPub, which proves that
+    # IOPub is connected too (until it is, the kernel's output would be lost).
+    client.kernel_info()
+    try:
+        reply = client.get_shell_msg(timeout=1)
+    except Empty:
+        return False
+    if reply["msg_type"] != "kernel_info_reply":
+        return False
+    return _drained(client)
+
+
+def _drained(client: BlockingKernelClient) -> bool:
+    """Whether a message was waiting on IOPub (it is taken off)."""
+    try:
+        client.get_iopub_msg(timeout=0.2)
+    except Empty:
+        return False
+    return True
 
 
 def until(check: Callable[[], Any], timeout: float = 15.0) -> Any:

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Browser, Page
 
-from .jupyter_process import free_port
+from .jupyter_process import START_DEADLINE, free_port
 
 KERNEL_IDLE = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -47,7 +47,7 @@ class Lab:
             self.process = subprocess.Popen(
                 self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_DEADLINE
         while True:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"jupyter lab did not start:\n{self.log.read_text()[-4000:]}")

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .jupyter_process import START_DEADLINE
+
 _PIECES = re.compile(r"\s*\S+|\s+$")
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
     403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
@@ -105,8 +107,8 @@ class ScriptedModels:
 
     def __enter__(self) -> ScriptedModels:
         self._thread.start()
-        if not self._ready.wait(5):
-            raise RuntimeError("the scripted model server did not start")
+        if not self._ready.wait(START_DEADLINE):
+            raise RuntimeError(f"the scripted model server did not start in {START_DEADLINE:g} s")
         return self
 
     def __exit__(self, *exc: object) -> None:

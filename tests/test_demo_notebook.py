@@ -11,7 +11,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from jupyter_client.blocking import BlockingKernelClient
 from nbclient import NotebookClient
 
 from .jupyter_process import JupyterProcess
@@ -88,14 +87,10 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
             json={"path": "demo.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
         ).json()
     kernel = session["kernel"]
-    connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel['id']}.json"
     notebook = nbformat.read(DEMO, as_version=4)
     runner = NotebookClient(notebook, timeout=120)
-    runner.kc = client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
+    runner.kc = client = server.connect_kernel(kernel["id"])
     try:
-        client.wait_for_ready(timeout=60)
         for index, cell in enumerate(notebook.cells):
             what_you_do_in_the_chat(server, cell.source)
             runner.execute_cell(cell, index)

@@ -20,9 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
 
-from .jupyter_process import until
+from .jupyter_process import ready_kernel, until
 from .jupyterhub_process import JupyterHubProcess, proxy_command
 from .test_door_server import text_message
 
@@ -261,9 +260,13 @@ def run_in_a_kernel(hub: JupyterHubProcess, user: str, token: str, code: str) ->
     kernel_id = session.json()["kernel"]["id"]
     runtime = hub.home(user) / ".local" / "share" / "jupyter" / "runtime"
     connection = until(lambda: next(runtime.glob(f"kernel-{kernel_id}.json"), None), 30)
-    client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
+
+    def state() -> str:
+        with hub.user_client(user, token) as api:
+            answer = api.get(f"api/kernels/{kernel_id}")
+        return "gone" if answer.status_code == 404 else str(answer.json().get("execution_state"))
+
+    client = ready_kernel(connection, state, lambda: "\n".join(hub.log().splitlines()[-60:]))
     out: list[str] = []
     errors: list[str] = []
 
@@ -274,7 +277,6 @@ def run_in_a_kernel(hub: JupyterHubProcess, user: str, token: str, code: str) ->
             errors.append("\n".join(message["content"]["traceback"]))
 
     try:
-        client.wait_for_ready(timeout=60)
         client.execute_interactive(code, timeout=60, output_hook=hook)
     finally:
         client.stop_channels()

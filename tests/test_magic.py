@@ -42,13 +42,15 @@ print(json.dumps({
 
 
 # Waits (without holding the kernel up) until a new round has begun and its floor has changed
-# hands; then stops waiting.
+# hands; then stops waiting. The waits in these cells are deadlines in seconds, not counts of
+# naps: on a loaded machine each nap takes longer than it asks for.
 WAIT_FOR_A_HANDOVER = """
-import asyncio
+import asyncio, time
 from conch_jupyter.widget import this_chat
 chat = this_chat()
 before = sum(i["kind"] == "round" for i in chat.items)
-for _ in range(500):
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
     cards = [n for n, i in enumerate(chat.items) if i["kind"] == "round"]
     if len(cards) > before and chat.round_running and any(
         "handed over" in i.get("text", "") for i in chat.items[cards[-1]:]
@@ -59,7 +61,11 @@ for _ in range(500):
 
 # Prints a widget trait once it has a value (the widget's sends run on the kernel's loop).
 PRINT_ONCE_SET = """
-for _ in range(500):
+import asyncio, time
+from conch_jupyter.widget import this_chat
+chat = this_chat()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
     if getattr(chat, {name!r}):
         break
     await asyncio.sleep(0.02)
@@ -79,8 +85,9 @@ class Ran:
 
 
 class Kernel:
-    def __init__(self, client: BlockingKernelClient) -> None:
+    def __init__(self, client: BlockingKernelClient, server: JupyterProcess) -> None:
         self.client = client
+        self.server = server
 
     def run(self, code: str, timeout: float = 60) -> Ran:
         ran = Ran()
@@ -97,7 +104,14 @@ class Kernel:
             elif kind == "error":
                 ran.errors.append("\n".join(content["traceback"]))
 
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        try:
+            reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        except TimeoutError:
+            # What the kernel printed so far and the server's log tail say where it hung.
+            raise AssertionError(
+                f"the cell ran longer than {timeout:g} s; it printed {ran}\n"
+                + self.server.log_tail()
+            ) from None
         if reply["content"]["status"] != "ok" and not ran.errors:
             ran.errors.append(str(reply["content"]))
         return ran
@@ -118,22 +132,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]
 def kernel(server: JupyterProcess) -> Iterator[Kernel]:
     """A kernel started for a notebook session, as JupyterLab starts one."""
     with server.client() as http:
-        session = http.post(
+        answer = http.post(
             f"{server.url}api/sessions",
-            json={"path": "talk.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
-        ).json()
-    kernel_id = session["kernel"]["id"]
-    connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel_id}.json"
-    client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
+            # JupyterLab sends the name too: the kernel's JPY_SESSION_NAME is then the full
+            # path on disk (the kernel's folder joined with the name), not the API's path.
+            json={
+                "path": "talk.ipynb",
+                "name": "talk.ipynb",
+                "type": "notebook",
+                "kernel": {"name": "python3"},
+            },
+        )
+    assert answer.status_code == 201, f"{answer.text}\n{server.log_tail()}"
+    session = answer.json()
     try:
-        client.wait_for_ready(timeout=60)
-        ran = Kernel(client).run("%load_ext conch_jupyter")
-        assert not ran.errors, ran.errors
-        yield Kernel(client)
+        client = server.connect_kernel(session["kernel"]["id"])
+        try:
+            kernel = Kernel(client, server)
+            ran = kernel.run("%load_ext conch_jupyter")
+            assert not ran.errors, f"{ran.errors}\n{server.log_tail()}"
+            yield kernel
+        finally:
+            client.stop_channels()
     finally:
-        client.stop_channels()
         with server.client() as http:
             http.delete(f"{server.url}api/sessions/{session['id']}")
 
@@ -352,3 +373,22 @@ def test_settings_actions_reach_the_server_and_come_back(kernel: Kernel) -> None
     assert state["key_in_traits"] is False  # shown once, never kept in the widget's state
     assert state["said"]["note"] == "It has not said anything yet."
     assert state["pairings"] == []
+
+
+@pytest.mark.parametrize(
+    ("session_name", "root", "path"),
+    [
+        ("/srv/root/dir/a.ipynb", "/srv/root", "dir/a.ipynb"),  # JupyterLab: the full path
+        ("dir/a.ipynb", "/srv/root", "dir/a.ipynb"),  # a session started with no name
+        ("/elsewhere/a.ipynb", "/srv/root", None),  # outside the root: no notebook
+        ("/srv/root/a.ipynb", "", None),  # a server that did not say its root
+        ("", "/srv/root", None),  # no session at all
+    ],
+)
+def test_the_notebooks_path_is_under_the_servers_root(
+    session_name: str, root: str, path: str | None
+) -> None:
+    from conch_jupyter.widget.chat import notebook_path
+
+    env = {"JPY_SESSION_NAME": session_name, "CONCH_ROOT_DIR": root}
+    assert notebook_path(env) == path

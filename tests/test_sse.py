@@ -1,4 +1,5 @@
-"""The Server-Sent-Events reader against the WHATWG rules, one case per rule."""
+"""The Server-Sent-Events reader against the WHATWG rules, one case per rule, each read both
+ways (blocking and async), and the cases where httpx-sse 0.4.3 reads otherwise."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from collections.abc import AsyncIterator, Iterable
 import httpx
 import pytest
 
-from conch_jupyter.providers.sse import SSEEvent, response_events, sse_events, sse_lines
+from conch_jupyter.sse import (
+    EventFolder,
+    LineSplitter,
+    SSEEvent,
+    aevents_in,
+    aiter_events,
+    events_in,
+    iter_events,
+)
 
 
 async def _items(values: Iterable[str]) -> AsyncIterator[str]:
@@ -17,19 +26,19 @@ async def _items(values: Iterable[str]) -> AsyncIterator[str]:
 
 
 def events_of(*chunks: str) -> list[SSEEvent]:
-    """The events in a stream that arrives as these text chunks."""
+    """The events in a stream that arrives as these text chunks; both readers must agree."""
 
     async def collect() -> list[SSEEvent]:
-        return [event async for event in sse_events(sse_lines(_items(chunks)))]
+        return [event async for event in aevents_in(_items(chunks))]
 
-    return asyncio.run(collect())
+    blocking = list(events_in(chunks))
+    assert asyncio.run(collect()) == blocking
+    return blocking
 
 
 def lines_of(*chunks: str) -> list[str]:
-    async def collect() -> list[str]:
-        return [line async for line in sse_lines(_items(chunks))]
-
-    return asyncio.run(collect())
+    splitter = LineSplitter()
+    return [line for chunk in chunks for line in splitter.feed(chunk)]
 
 
 def test_one_event_with_defaults() -> None:
@@ -86,12 +95,13 @@ def test_a_leading_byte_order_mark_is_dropped() -> None:
     assert events_of("\ufeffdata: x\n\n") == [SSEEvent(data="x")]
 
 
-def test_whole_lines_may_still_carry_their_endings() -> None:
-    async def collect() -> list[SSEEvent]:
-        lines = _items(["data: a\r\n", "data: b\n", "\r\n"])
-        return [event async for event in sse_events(lines)]
-
-    assert asyncio.run(collect()) == [SSEEvent(data="a\nb")]
+def test_the_folder_reads_one_line_at_a_time() -> None:
+    folder = EventFolder()
+    assert [folder.feed(line) for line in ("data: a", "data: b", "")] == [
+        None,
+        None,
+        SSEEvent(data="a\nb"),
+    ]
 
 
 def test_only_cr_and_lf_end_lines_not_unicode_separators() -> None:
@@ -102,9 +112,29 @@ def test_only_cr_and_lf_end_lines_not_unicode_separators() -> None:
 
     async def from_response() -> list[SSEEvent]:
         response = httpx.Response(200, content=text.encode())
-        return [event async for event in response_events(response)]
+        return [event async for event in aiter_events(response)]
 
     assert asyncio.run(from_response()) == events
+    assert list(iter_events(httpx.Response(200, content=text.encode()))) == events
+
+
+# Where httpx-sse 0.4.3 reads a stream otherwise (why Conch keeps its own reader).
+
+
+def test_an_event_type_or_id_without_data_is_not_an_event() -> None:
+    assert events_of("event: ping\n\nid: 3\n\n") == []  # httpx-sse yields two events
+
+
+def test_retry_takes_only_ascii_digits_and_is_kept() -> None:
+    events = events_of("retry: -5\ndata: a\n\nretry:  7\ndata: b\n\nretry: 1_0\ndata: c\n\n")
+    assert [e.retry for e in events] == [None, None, None]
+    assert [e.retry for e in events_of("retry: 9\ndata: a\n\ndata: b\n\n")] == [9, 9]
+
+
+def test_any_content_type_is_read() -> None:
+    # An OpenAI-compatible server may label its stream otherwise; httpx-sse refuses it.
+    response = httpx.Response(200, content=b"data: x\n\n", headers={"content-type": "text/plain"})
+    assert list(iter_events(response)) == [SSEEvent(data="x")]
 
 
 def test_json_must_be_an_object() -> None:

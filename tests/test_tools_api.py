@@ -67,20 +67,6 @@ async def test_a_path_outside_the_root_is_refused_in_words(api: Api, path: Any) 
     assert body["error"]["code"] == "invalid"
 
 
-async def test_an_absolute_path_under_the_root_is_made_relative(api: Api, jp_root_dir: Any) -> None:
-    # What JupyterLab tells a kernel it started (JPY_SESSION_NAME), and so what %conch sends.
-    status, chat = await api("POST", "conversations", {"path": f"{jp_root_dir}/dir/a.ipynb"})
-    assert status == 201, chat
-    assert chat["path"] == "dir/a.ipynb"
-    status, body = await api("POST", "conversations", {"path": str(jp_root_dir)})
-    assert (status, body["error"]["code"]) == (400, "invalid")
-    await api("POST", "conversations", {"path": "dir/b.ipynb"})
-    # %conch finds its notebook's chats by the path its kernel was told, absolute or not.
-    for asked in (f"{jp_root_dir}/dir/a.ipynb", "dir/a.ipynb"):
-        _, found = await api("GET", "conversations", params={"path": asked})
-        assert [c["id"] for c in found["conversations"]] == [chat["id"]]
-
-
 async def test_the_user_changes_the_mode(api: Api) -> None:
     _, chat = await api("POST", "conversations", {})
     for mode, words in (("auto", "Auto:"), ("read", "Read:"), ("ask", "Ask:")):
@@ -105,7 +91,7 @@ async def test_the_user_changes_the_mode(api: Api) -> None:
 async def test_auto_after_an_outside_answer_says_why_it_asks(api: Api, jp_serverapp: Any) -> None:
     _, chat = await api("POST", "conversations", {})
     await api("PATCH", f"conversations/{chat['id']}", {"mode": "auto"})
-    conch_of(jp_serverapp).store.set_taint(chat["id"], {"kind": "person", "by": "Oracle"})
+    await conch_of(jp_serverapp).store.set_taint(chat["id"], {"kind": "person", "by": "Oracle"})
     _, seen = await api("GET", f"conversations/{chat['id']}")
     assert seen["mode_words"] == "Asking again: an outside agent's words are in this chat."
 
@@ -175,7 +161,7 @@ async def test_yes_runs_once_and_a_second_answer_is_refused(
 
 async def test_a_door_chats_mode_cannot_be_lifted(api: Api, jp_serverapp: Any) -> None:
     store = conch_of(jp_serverapp).store
-    door = store.create_conversation(
+    door = await store.create_conversation(
         origin="peer", pairing_id="p_1", context_key="a/b", tainted={"kind": "person", "by": "X"}
     )
     status, _ = await api("PATCH", f"conversations/{door.id}", {"mode": "auto"})

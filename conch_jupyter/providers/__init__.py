@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from ..sse import SSEEvent, aiter_events
 from .anthropic import AnthropicWire
 from .base import (
     ChatWire,
@@ -32,7 +33,6 @@ from .base import (
 )
 from .offline import OfflineProvider
 from .openai import OpenAIWire
-from .sse import SSEEvent, response_events
 
 # 529 is Anthropic's "overloaded".
 PASSING_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
@@ -81,7 +81,7 @@ class HttpProvider:
                 if not response.is_success:
                     raw = (await response.aread()).decode("utf-8", "replace")
                     raise self._refusal(response, raw, request.model, has_key=bool(key))
-                events = response_events(response)
+                events = aiter_events(response)
                 async with closing_stream(self.wire.read_reply(events, request)) as items:
                     async for item in items:
                         yield item

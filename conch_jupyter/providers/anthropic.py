@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..sse import SSEEvent
 from .base import (
     ModelRequest,
     ProviderError,
@@ -32,7 +33,6 @@ from .base import (
     Usage,
     tool_arguments,
 )
-from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEY_ENV = "ANTHROPIC_API_KEY"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from .sse import SSEEvent
+    from ..sse import SSEEvent
 
 ProviderKind = Literal["openai", "anthropic", "offline"]
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..sse import SSEEvent
 from .base import (
     ModelRequest,
     ProviderError,
@@ -33,7 +34,6 @@ from .base import (
     estimate_usage,
     tool_arguments,
 )
-from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_ENV = "OPENAI_API_KEY"

@@ -21,6 +21,7 @@ from tornado import web
 
 from ..a2a.door.forwarded import door_scheme
 from ..agents import AgentError
+from ..errors import ConchError
 from ..files import StoreError
 from ..service import ChatNotFound
 from ..store import NotFound
@@ -87,11 +88,13 @@ def endpoint_url(handler: JupyterHandler, agent_id: str) -> str:
     return f"{request_origin(handler)}{handler.base_url}a2a/{quote(agent_id, safe='')}"
 
 
-class ApiError(web.HTTPError):
+class ApiError(web.HTTPError, ConchError):
     """An error the API answers in words: {"error": {"code", "message"}}."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(status, log_message=message.replace("%", "%%"))
+        # Not ConchError.__init__: tornado fills log_message's %s from self.args, which must
+        # stay empty (tornado's __init__ does not call on up the chain either).
         self.code = code
         self.message = message
 

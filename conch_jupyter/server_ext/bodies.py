@@ -56,9 +56,7 @@ class AgentPatch(Body):
 
 class ConversationIn(Body):
     title: str = Field(default="", max_length=200)
-    # The notebook's path under the server's root, as Jupyter's own APIs spell it; or, as a
-    # kernel JupyterLab started is told it (JPY_SESSION_NAME), absolute: the handler makes that
-    # relative to the server's root, and refuses it if it lies elsewhere.
+    # The notebook's path under the server's root, as Jupyter's own APIs spell it.
     path: str | None = Field(default=None, max_length=1000)
 
     @field_validator("path")
@@ -67,7 +65,7 @@ class ConversationIn(Body):
         if value is None or not value.strip():
             return None
         parts = value.split("/")
-        if "\\" in value or "\0" in value or ".." in parts:
+        if value.startswith("/") or "\\" in value or "\0" in value or ".." in parts:
             raise ValueError("path must be a notebook's path under the server's root")
         return value
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import PurePosixPath
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -81,36 +80,18 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def get(self) -> None:
         store = self.conch.store
-        listed = store.list_conversations()
-        path = self.get_argument("path", None)
-        if path:  # one notebook's chats (%conch finds its own by the path its kernel is told)
-            wanted = self._root_relative(path)
-            listed = [c for c in listed if c.path == wanted]
-        chats = [{**c.to_json(), "spent_usd": store.spent(c.id)} for c in listed]
+        chats = [
+            {**c.to_json(), "spent_usd": store.spent(c.id)} for c in store.list_conversations()
+        ]
         self.reply({"conversations": chats})
-
-    def _root_relative(self, path: str) -> str:
-        if not path.startswith("/"):
-            return path
-        return under_the_root(path, str(self.settings.get("server_root_dir") or ""))
 
     @web.authenticated
     @authorized
-    def post(self) -> None:
+    async def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        path = None if body.path is None else self._root_relative(body.path)
-        conversation = self.conch.store.create_conversation(title=body.title, path=path)
+        opened = self.conch.store.create_conversation(title=body.title, path=body.path)
+        conversation = await opened
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
-
-
-def under_the_root(path: str, root: str) -> str:
-    """An absolute notebook path (what JupyterLab tells a kernel) as Jupyter's APIs spell it:
-    relative to the server's root; refused in words if it is not under it."""
-    where, top = PurePosixPath(path), PurePosixPath(root)
-    if not root or not where.is_relative_to(top) or where == top:
-        words = "path: path must be a notebook's path under the server's root."
-        raise ApiError(400, "invalid", words)
-    return str(where.relative_to(top))
 
 
 def the_users_own(handler: ConchHandler, doing: str) -> None:
@@ -128,10 +109,10 @@ class ConversationHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def patch(self, conversation_id: str) -> None:
+    async def patch(self, conversation_id: str) -> None:
         the_users_own(self, "change how a chat runs code")
         body = self.body(ConversationPatch)
-        self.conch.tools.set_mode(conversation_id, body.mode)
+        await self.conch.tools.set_mode(conversation_id, body.mode)
         self.reply(self.conch.rounds.conversation_json(conversation_id))
 
 
@@ -154,9 +135,9 @@ class ToolAnswerHandler(ConchHandler):
 class MessagesHandler(ConchHandler):
     @web.authenticated
     @authorized
-    def post(self, conversation_id: str) -> None:
+    async def post(self, conversation_id: str) -> None:
         body = self.body(MessageIn)
-        message = self.conch.rounds.post(conversation_id, body.text)
+        message = await self.conch.rounds.post(conversation_id, body.text)
         self.reply({"message_id": message.id}, 202)
 
 

@@ -109,9 +109,6 @@ class ChatState:
         if message.get("agent") and message.get("name"):
             self.names.heard[message["agent"]] = message["name"]
 
-    def round_running(self) -> bool:
-        return self.round is not None
-
 
 def initials(name: str) -> str:
     words = [w for w in name.replace("-", " ").replace("_", " ").split() if w]

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
+from ...errors import ConchError
 from ...files import Stamp, atomic_write_json, file_stamp, read_json
 from ...names import NAME_MAX, name_problem, same_name, slug_of
 from ...sealed import SealedFile
@@ -26,7 +27,7 @@ from ..wire import Version
 from .guard import Home
 
 
-class OutsideError(Exception):
+class OutsideError(ConchError):
     """Something about outside agents that did not work; `message` is words for a person.
 
     `answered` marks an agent that did answer, but with no words to show (its task failed, it
@@ -35,9 +36,7 @@ class OutsideError(Exception):
     """
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.answered = answered
 
 

@@ -1,0 +1,233 @@
+"""The pure half of the kernel-side clients (client.py): what each call of Conch's API sends,
+how answers and errors are read, and where a kernel finds its server. It sends nothing itself.
+
+`Call` is one request as data with the reader of its answer; `Calls` lists every call of the
+API; `BaseConchClient` holds the address and headers and turns responses into answers or a
+ConchClientError in words. The subclasses in client.py only send.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from .errors import ConchError
+from .sse import SSEEvent
+
+KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
+
+# A live stream may be quiet for as long as no one writes; only connecting is bounded.
+FOLLOW_TIMEOUT = httpx.Timeout(30.0, read=None)
+
+T = TypeVar("T")
+Client = TypeVar("Client", bound="BaseConchClient")
+Answer = dict[str, Any]
+Rows = list[dict[str, Any]]
+
+
+class ConchClientError(ConchError):
+    """The API said no, in words (`code` is the API's error code; `status` its HTTP status)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(code, message)
+        self.status = status
+
+
+class ConchNotFound(ConchClientError):
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "no_server", message)
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One API request as data, and how its answer is read."""
+
+    method: str
+    path: str
+    read: Callable[[Answer], T]
+    body: Any = None
+
+
+def _path(*parts: str) -> str:
+    return "/".join(quote(part, safe="") for part in parts)
+
+
+def _rows(key: str) -> Callable[[Answer], Rows]:
+    """A reader for the list an answer holds under `key` (e.g. {"outside": [...]})."""
+
+    def read(answer: Answer) -> Rows:
+        rows = answer.get(key)
+        if not isinstance(rows, list):
+            raise ConchClientError(200, "bad_answer", f"The server's answer had no {key} list.")
+        return rows
+
+    return read
+
+
+def _field(key: str, kind: Callable[[Any], T]) -> Callable[[Answer], T]:
+    return lambda answer: kind(answer[key])
+
+
+def _whole(answer: Answer) -> Answer:
+    return answer
+
+
+def _nothing(answer: Answer) -> None:
+    return None
+
+
+_stopped = _field("stopped", bool)
+
+
+class Calls:
+    """Every call of the API, as data; both clients send these."""
+
+    agents = Call("GET", "agents", _rows("agents"))
+    conversations = Call("GET", "conversations", _rows("conversations"))
+    outside = Call("GET", "outside", _rows("outside"))
+    repair_outside = Call("POST", "outside/repair", _rows("outside"))
+    pairings = Call("GET", "pairings", _rows("pairings"))
+
+    @staticmethod
+    def create_agent(body: dict[str, Any]) -> Call[Answer]:
+        return Call("POST", "agents", _whole, body)
+
+    @staticmethod
+    def update_agent(agent_id: str, changes: dict[str, Any]) -> Call[Answer]:
+        return Call("PATCH", _path("agents", agent_id), _whole, changes)
+
+    @staticmethod
+    def delete_agent(agent_id: str) -> Call[None]:
+        return Call("DELETE", _path("agents", agent_id), _nothing)
+
+    @staticmethod
+    def create_conversation(title: str, path: str | None) -> Call[Answer]:
+        body = {"title": title, "path": path} if path else {"title": title}
+        return Call("POST", "conversations", _whole, body)
+
+    @staticmethod
+    def conversation(conversation_id: str) -> Call[Answer]:
+        return Call("GET", _path("conversations", conversation_id), _whole)
+
+    @staticmethod
+    def send(conversation_id: str, text: str) -> Call[str]:
+        path = _path("conversations", conversation_id, "messages")
+        return Call("POST", path, _field("message_id", str), {"text": text})
+
+    @staticmethod
+    def stop(conversation_id: str) -> Call[bool]:
+        return Call("POST", _path("conversations", conversation_id, "round", "stop"), _stopped)
+
+    @staticmethod
+    def add_outside(paste: str, name: str | None) -> Call[Answer]:
+        body = {"paste": paste} if name is None else {"paste": paste, "name": name}
+        return Call("POST", "outside", _whole, body)
+
+    @staticmethod
+    def rename_outside(outside_id: str, name: str) -> Call[Answer]:
+        return Call("PATCH", _path("outside", outside_id), _whole, {"name": name})
+
+    @staticmethod
+    def delete_outside(outside_id: str) -> Call[None]:
+        return Call("DELETE", _path("outside", outside_id), _nothing)
+
+    @staticmethod
+    def create_pairing(agents: list[str], remote: bool) -> Call[Answer]:
+        return Call("POST", "pairings", _whole, {"agents": agents, "remote": remote})
+
+    @staticmethod
+    def delete_pairing(pairing_id: str) -> Call[None]:
+        return Call("DELETE", _path("pairings", pairing_id), _nothing)
+
+    @staticmethod
+    def pairing_chats(pairing_id: str) -> Call[Rows]:
+        return Call("GET", _path("pairings", pairing_id, "chats"), _rows("chats"))
+
+
+class BaseConchClient:
+    """What both clients share, with no I/O: the address, the headers, the words of errors."""
+
+    def __init__(
+        self, server_url: str, *, kernel_key: str | None = None, token: str | None = None
+    ) -> None:
+        self.api_url = server_url.rstrip("/") + "/conch/api/"
+        self.headers = _headers(kernel_key, token)
+
+    @classmethod
+    def from_environment(cls: type[Client], env: Mapping[str, str] | None = None) -> Client:
+        url, key, token = locate_server(env)
+        return cls(url, kernel_key=key, token=token)
+
+    def request(self, call: Call[Any]) -> tuple[str, str, Any]:
+        """(method, url, JSON body) for a call."""
+        return call.method, self.api_url + call.path, call.body
+
+    def follow_url(self, conversation_id: str) -> str:
+        return self.api_url + _path("conversations", conversation_id, "events")
+
+    @staticmethod
+    def answer(response: httpx.Response) -> Answer:
+        """An answer's JSON object, or the API's error in words."""
+        if response.status_code >= 400:
+            raise BaseConchClient.error(response)
+        try:
+            answer: Any = response.json() if response.content else {}
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise ConchClientError(response.status_code, "bad_answer", "The answer was not JSON.")
+        return answer
+
+    @staticmethod
+    def error(response: httpx.Response) -> ConchClientError:
+        """The API's error (its JSON shape {"error": {"code", "message"}}), or the status."""
+        try:
+            error = response.json()["error"]
+            code, message = str(error["code"]), str(error["message"])
+        except (ValueError, KeyError, TypeError):
+            code, message = "http_error", f"HTTP {response.status_code}"
+        return ConchClientError(response.status_code, code, message)
+
+    @staticmethod
+    def unreachable(error: httpx.HTTPError) -> ConchClientError:
+        return ConchClientError(0, "unreachable", f"Conch's server did not answer: {error}")
+
+    @staticmethod
+    def item(event: SSEEvent) -> dict[str, Any] | None:
+        """A followed chat's item, or None for an event that is not one of ours."""
+        try:
+            return event.json()
+        except ValueError:
+            return None
+
+
+def locate_server(env: Mapping[str, str] | None = None) -> tuple[str, str | None, str | None]:
+    """This kernel's Jupyter server with Conch: (url, kernel key, token), or ConchNotFound."""
+    env = os.environ if env is None else env
+    url, key = env.get("CONCH_SERVER_URL"), env.get("CONCH_KERNEL_KEY")
+    if url and key:
+        return url, key, None
+    parent = env.get("JPY_PARENT_PID")
+    if parent:
+        from jupyter_server.serverapp import list_running_servers
+
+        for server in list_running_servers():
+            if str(server.get("pid")) == parent:
+                return str(server["url"]), None, server.get("token") or None
+    raise ConchNotFound(
+        "No Jupyter server with Conch was found for this kernel. Start JupyterLab with "
+        "conch-jupyter installed, then restart the kernel."
+    )
+
+
+def _headers(kernel_key: str | None, token: str | None) -> dict[str, str]:
+    if kernel_key:
+        return {KERNEL_KEY_HEADER: kernel_key}
+    if token:
+        return {"Authorization": f"token {token}"}
+    return {}
