@@ -1,9 +1,10 @@
 """What a model is handed for one turn: the system prompt and the chat's history, labelled.
 
 Only the user's own messages reach a model as plain text. The speaker's own earlier replies are
-its assistant turns; every other agent's reply, every outside answer and every Conch note is
-quoted as data under a label that names who said it, inside a fence it cannot close. So the
-history reads the same whichever provider gets it, and each reply's agent is named.
+its assistant turns; every other agent's reply, every outside answer and every tool's output is
+quoted as data under a label that names who said it, inside a fence it cannot close; Conch's own
+notes carry Conch's label. So the history reads the same whichever provider gets it, and each
+reply's agent is named.
 """
 
 from __future__ import annotations

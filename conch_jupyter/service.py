@@ -2,11 +2,12 @@
 
 It owns the I/O a round needs: it stores the user's message, decides who answers (a round when
 the message mentions agents, else the chat's agent alone), hands each turn to the turn routine
-(turn.py: the model's reply, streamed, kept and billed) or to the outside agent, stores notes and
-events, feeds every outcome to the engine, and publishes the round live through the Hub. One
-runner per chat takes the chat's messages in order, so two messages sent at once are both kept
-and answered in order, and the user is never locked out: writing ends a running round
-after its running reply, and Stop ends it at once, cancelling the model stream.
+(turn.py: the model's reply, streamed, kept and billed) or to the outside agent (outside_turn.py:
+your message sent, its answer kept), stores notes and events, feeds every outcome to the engine,
+and publishes the round live through the Hub. One runner per chat takes the chat's messages in
+order, so two messages sent at once are both kept and answered in order, and the user is never
+locked out: writing ends a running round after its running reply, and Stop ends it at once,
+cancelling the model stream, the outside call, or the agent's run in the kernel.
 
 Rounds live in memory only: a restart forgets them, and the chat stays with whoever spoke last.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .a2a.outside.service import OutsideAgents, OutsideError
+from .a2a.outside.service import OutsideAgents
 from .agents import Agent, AgentStore
 from .deadlines import settle
 from .files import StoreError
@@ -28,6 +29,7 @@ from .hub import Hub
 from .mentions import read_mentions, unclear_note
 from .notebook.rules import NOTEBOOK_TOOLS
 from .notebook.service import NotebookTools
+from .outside_turn import OutsideTurns
 from .rounds import (
     ROUND_END_WORDS,
     Ask,
@@ -55,14 +57,6 @@ log = logging.getLogger(__name__)
 
 class ChatNotFound(LookupError):
     pass
-
-
-# What an outside agent's answer means for you when it is not the whole story. A task that
-# failed, was turned down, canceled, or asks for sign-in never gets here: OutsideAgents.ask
-# raises OutsideError for those, and the note says so in its words.
-OUTSIDE_STATE_WORDS = {
-    "TASK_STATE_INPUT_REQUIRED": "{name} needs more from you: mention it again to answer.",
-}
 
 
 @dataclass
@@ -118,6 +112,7 @@ class RoundService:
         self.budget = budget
         self.clock = clock
         self.outside = outside
+        self.outside_turns = OutsideTurns(store, hub, outside) if outside is not None else None
         # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
         self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, _Chat] = {}
@@ -293,40 +288,22 @@ class RoundService:
         """Send the user's message, and nothing else of the chat, to an outside agent."""
         rnd = chat.round
         assert rnd is not None
-        assert self.outside is not None
+        assert self.outside_turns is not None  # the engine asks only outside agents that exist
         outside_id = room.id_of(turn.agent)
         await self._event(chat.id, "round.asking", {"agent": outside_id})
         if rnd.ended is not None:  # stopped while the event was being stored
             return rnd.ended
-        context_id = self.store.context_id(chat.id, outside_id)
-        asking = asyncio.create_task(self.outside.ask(outside_id, message.text, context_id))
+        asking = asyncio.create_task(self.outside_turns.ask(chat.id, outside_id, message.text))
         await self._run(chat, asking)
         if asking.cancelled():  # Stop: the engine answers with its End
             return rnd.handle(OutsideAnswered(turn.agent))
-        try:
-            outcome = asking.result()
-        except OutsideError as error:
-            failed = f"{turn.agent} did not answer: {error.message}"
-            if not error.answered:
-                # Nothing came back at all: the round ends in error, never as if it had answered.
-                log.warning("Conch: chat %s: %s", chat.id, failed)
-                return rnd.handle(ProviderFailed(turn.agent, failed))
-            await self._note(chat.id, failed)
-            return rnd.handle(OutsideAnswered(turn.agent))
-        if outcome.context_id:
-            await self.store.set_context_id(chat.id, outside_id, outcome.context_id)
-        if outcome.text:
-            place = {"turn": turn.turn, "handed_by": None}
-            said = await self.store.add_message(
-                chat.id, "outside", outcome.text, agent=outside_id, round=place
-            )
-            self._publish_message(said)
-            await self._event(chat.id, "peer.message", {"agent": outside_id, "text": outcome.text})
-            # Someone else's words are in the chat from now on.
-            await self.store.set_taint(chat.id, {"kind": "person", "by": turn.agent})
-        words = OUTSIDE_STATE_WORDS.get(outcome.state)
-        if words:
-            await self._note(chat.id, words.format(name=turn.agent))
+        # Kept here, after the wait: a Stop now cannot leave its words in the chat untainted.
+        failed = await self.outside_turns.keep(
+            chat.id, outside_id, turn.agent, turn.turn, asking.result()
+        )
+        if failed is not None:
+            log.warning("Conch: chat %s: %s", chat.id, failed)
+            return rnd.handle(ProviderFailed(turn.agent, failed))
         return rnd.handle(OutsideAnswered(turn.agent))
 
     async def _run(self, chat: _Chat, task: asyncio.Task[Any]) -> None:

@@ -4,7 +4,6 @@ starts one), and a client of the test's own to look into it over the kernel's ch
 from __future__ import annotations
 
 import json
-import queue
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -55,13 +54,6 @@ class NotebookKernel:
         if found["status"] != "ok":
             return None
         return found["data"]["text/plain"]
-
-    def drain(self) -> None:
-        while True:
-            try:
-                self.client.iopub_channel.get_msg(timeout=0)
-            except (queue.Empty, Exception):
-                return
 
 
 def write_notebook(root: Path, path: str, cells: list[tuple[str, str]]) -> None:

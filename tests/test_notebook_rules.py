@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conch_jupyter.notebook.kernel import RunOutput
 from conch_jupyter.notebook.rules import (
     MAX_CALLS_PER_TURN,
     NO_KERNEL_WORDS,
@@ -120,3 +121,23 @@ def test_a_tools_output_reaches_later_turns_as_fenced_data() -> None:
     after = turn.text.split(label, 1)[1]
     assert after.split("\n", 2)[1].startswith("````text")  # a fence longer than the ``` inside
     assert printed in after
+
+
+def test_a_runs_output_keeps_only_what_can_be_shown_and_says_how_long_it_was() -> None:
+    """Code printing for a minute: the server keeps the start only, and the note is still true."""
+    output = RunOutput()
+    for _ in range(2_000):
+        output.add("z" * 5_000)  # 10,000,000 characters
+    assert output.kept == sum(len(p) for p in output.parts) == OUTPUT_LIMIT
+    assert output.total == 10_000_000
+    shown = output.text()
+    assert len(shown) <= OUTPUT_LIMIT
+    assert "Output cut: 10,000,000 characters" in shown
+    small = RunOutput()
+    small.add("a\n")
+    small.add("b\n")
+    assert small.text() == "a\nb\n"
+    assert cut_output("abc", total=3) == "abc"
+    assert cut_output("x" * 100, 50, total=1_000).endswith(
+        "Output cut: 1,000 characters, only the first 50 are shown.]"
+    )

@@ -169,13 +169,13 @@ async def test_stop_interrupts_the_agents_run_and_the_kernel_is_idle(
 ) -> None:
     tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
-    await asyncio.sleep(0.5)
+    await wait_for(lambda: _async(km.execution_state == "busy"))  # the kernel runs it
     started = time.monotonic()
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await wait_for(lambda: _async(km.execution_state == "idle"), timeout=5)
     assert time.monotonic() - started < 2
     assert tool_messages(jp_serverapp, chat)[0]["state"] == "skipped"
@@ -277,12 +277,51 @@ async def test_stop_keeps_the_cells_the_user_queued_behind_the_agents_run(
     tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
     await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
-    await asyncio.sleep(0.3)
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    await wait_for(lambda: _async(km.execution_state == "busy"))  # the agent's code runs
     queued = asyncio.ensure_future(kernel.run("queued = 'ran'\nqueued"))  # the user's next cell
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # no signal says a request reached the kernel's queue: a moment
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
     # The interrupt hit the agent's code only; the user's queued cell was not aborted.
     assert await queued == {"status": "ok", "output": "'ran'"}
     assert await kernel.value("queued") == "'ran'"
+
+
+async def test_stop_the_moment_a_run_is_sent_still_stops_it(
+    jp_serverapp: Any, kernel: NotebookKernel
+) -> None:
+    """A Stop that lands after the code was sent but before the kernel began it: that interrupt
+    hits a kernel that is not running anything yet (ipykernel ignores it), so the run must be
+    interrupted again once it has begun, never left to run on after Stop. Watched on the
+    kernel's own broadcast (iopub), which every client of the kernel sees."""
+    kernels = tools_of(jp_serverapp).kernels
+    assert kernels is not None
+    code = "import time\ntime.sleep(4)\nran_on = 'yes'"
+    task: asyncio.Task[Any] | None = None
+
+    def on_state(state: str) -> None:
+        if state == "running" and task is not None:
+            task.cancel()  # delivered at the run's next await: right after the code is sent
+
+    task = asyncio.ensure_future(kernels.run(kernel.path, code, on_state))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stopped = time.monotonic()
+    run_id, ended, raised = None, None, None
+    while ended is None and time.monotonic() - stopped < 10:
+        msg = await kernel.client.get_iopub_msg(timeout=10)
+        kind, parent = msg["header"]["msg_type"], msg["parent_header"].get("msg_id")
+        if kind == "execute_input" and msg["content"]["code"] == code:
+            run_id = parent
+        elif parent is not None and parent == run_id:
+            if kind == "error":
+                raised = msg["content"]["ename"]
+            elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                ended = time.monotonic() - stopped
+    assert raised == "KeyboardInterrupt"  # the agent's run was interrupted …
+    assert ended is not None
+    assert ended < 3  # … not slept through
+    assert await kernel.value("'ran_on' in globals()") == "False"
+    assert (await kernel.run("1 + 1"))["output"] == "2"  # the kernel still works

@@ -10,7 +10,14 @@ import pytest
 
 from conch_jupyter.agents import Agent
 from conch_jupyter.providers.base import Price, ProviderConfig, Usage
-from conch_jupyter.spend import Budget, month_spent_over, record_spend, turn_refusal
+from conch_jupyter.rounds import Roster, Round, SpendRecorded
+from conch_jupyter.spend import (
+    Budget,
+    loop_refusal,
+    month_spent_over,
+    record_spend,
+    turn_refusal,
+)
 from conch_jupyter.store import Store
 
 from .conftest import Clock
@@ -88,3 +95,30 @@ async def test_the_months_budget_counts_every_chat_and_restarts_each_month(store
     assert month_spent_over(store, budget, metered(None), NOW) is None
     april = datetime(2024, 4, 1, tzinfo=timezone.utc).timestamp()
     assert month_spent_over(store, budget, metered(), april) is None
+
+
+async def test_a_tool_loop_asks_no_more_once_the_round_the_chat_or_the_month_is_spent(
+    store: Store,
+) -> None:
+    """`loop_refusal`: a turn's own requests so far (`cost`, not yet in the ledger) count against
+    the round's $1, the chat's limit and the month, so a tool loop cannot walk around them."""
+    chat = (await store.create_conversation()).id
+    roomy = Budget(chat_limit_usd=None, monthly_budget_usd=None)
+    rnd = Round(named=["Writer"], roster=Roster(ours=("Writer",)))
+    rnd.start()
+    rnd.handle(SpendRecorded(0.6))  # the round's earlier replies
+    assert loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.39) is None
+    words = loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.4)
+    assert words == "The round reached its spending limit."
+    assert loop_refusal(store, roomy, metered(), chat, NOW, None, 0.4) is None  # no round
+    # The chat's limit and the month count the loop's cost as pending.
+    await store.add_spend(4.0, conversation_id=chat)
+    limited = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
+    assert loop_refusal(store, limited, metered(), chat, NOW, None, 0.99) is None
+    words = loop_refusal(store, limited, metered(), chat, NOW, None, 1.0)
+    assert words is not None
+    assert "spent $5.00 of its $5.00 limit" in words
+    monthly = Budget(chat_limit_usd=None, monthly_budget_usd=4.5)
+    words = loop_refusal(store, monthly, metered(), chat, NOW, None, 0.5)
+    assert words is not None
+    assert "reached $4.50 of the $4.50 budget" in words

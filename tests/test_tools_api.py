@@ -118,7 +118,11 @@ async def test_the_kernel_key_cannot_change_the_mode_or_say_yes(
 
 
 async def test_yes_runs_once_and_a_second_answer_is_refused(
-    api: Api, jp_serverapp: Any, kernel: NotebookKernel
+    api: Api,
+    jp_serverapp: Any,
+    kernel: NotebookKernel,
+    http_server_client: Any,
+    jp_base_url: str,
 ) -> None:
     _, chat = await api("POST", "conversations", {"path": kernel.path})
     tools = conch_of(jp_serverapp).tools
@@ -139,6 +143,11 @@ async def test_yes_runs_once_and_a_second_answer_is_refused(
     answer = f"conversations/{chat['id']}/tools/{entry['call_id']}"
     for bad in ({"run": "yes"}, {"run": 1}, {}):
         assert (await api("POST", answer, bad))[0] == 400
+    # The kernel key (which the code an agent runs holds) cannot say yes to this real run.
+    status, body = await as_kernel(http_server_client, jp_base_url, "POST", answer, {"run": True})
+    assert (status, body["error"]["code"]) == (403, "only_the_user")
+    assert [a["call_id"] for a in await asking()] == [entry["call_id"]]  # still asking
+    assert not call.done()
     assert await kernel.value("'via_api' in globals()") == "False"
     assert await api("POST", answer, {"run": True}) == (
         200,

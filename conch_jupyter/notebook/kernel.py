@@ -27,13 +27,13 @@ import queue
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
-from .rules import RUN_SECONDS, TIMEOUT_WORDS, Ending
+from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, Ending, cut_output
 
 # How often a waiting run looks again at the kernel's state.
 POLL_SECONDS = 0.1
@@ -41,6 +41,10 @@ POLL_SECONDS = 0.1
 # an interrupt.
 ANSWER_SECONDS = 10.0
 SETTLE_SECONDS = 5.0
+# Stop interrupts an agent's run up to this many times, waiting this long each time for it to
+# end (see `_stop`).
+STOP_TRIES = 4
+STOP_WAIT_SECONDS = 0.25
 # A read waits this long for the user's running cell, then says the kernel is busy: a cell may
 # itself be waiting for the chat (`await chat.settled()`), and reading must not deadlock it.
 READ_WAIT_SECONDS = 5.0
@@ -92,6 +96,28 @@ class KernelBusy(Exception):
 class RunResult:
     output: str
     ending: Ending
+
+
+@dataclass
+class RunOutput:
+    """A run's output as it comes: only its start is kept (all a model is ever shown), the rest
+    only counted, so code printing for a minute cannot fill the server's memory."""
+
+    keep: int = OUTPUT_LIMIT
+    parts: list[str] = field(default_factory=list)
+    kept: int = 0
+    total: int = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        room = self.keep - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(len(text), room)
+
+    def text(self, limit: int = OUTPUT_LIMIT) -> str:
+        """What was said, at most `limit` characters, with a note (the true length) if cut."""
+        return cut_output("".join(self.parts), limit, total=self.total)
 
 
 # What a run is doing, for the round card: "waiting" (for the user's cell) or "running".
@@ -146,21 +172,26 @@ class NotebookKernels:
             msg_id = client.execute(
                 code, store_history=True, allow_stdin=False, stop_on_error=False
             )
-            parts: list[str] = []
+            output = RunOutput()
             failed = False
             deadline = time.monotonic() + self.run_seconds
             try:
-                failed = await self._collect(client, msg_id, parts, deadline)
+                failed = await self._collect(client, msg_id, output, deadline)
             except TimeoutError:
                 await self._interrupt(kernel_id)
                 with contextlib.suppress(TimeoutError):
-                    await self._collect(client, msg_id, [], time.monotonic() + SETTLE_SECONDS)
-                return RunResult(_joined(parts) + TIMEOUT_WORDS, "timeout")
+                    await self._collect(
+                        client, msg_id, RunOutput(0), time.monotonic() + SETTLE_SECONDS
+                    )
+                # The words that say why it ended are never the part that gets cut.
+                return RunResult(
+                    output.text(OUTPUT_LIMIT - len(TIMEOUT_WORDS)) + TIMEOUT_WORDS, "timeout"
+                )
             except asyncio.CancelledError:
                 # Stop: the agent's own code is what runs now (we waited for the user's cell).
-                await asyncio.shield(self._interrupt(kernel_id))
+                await asyncio.shield(self._stop(kernel_id, client, msg_id))
                 raise
-            return RunResult(_joined(parts) or "(no output)", "failed" if failed else "ran")
+            return RunResult(output.text() or "(no output)", "failed" if failed else "ran")
 
     async def variables(self, path: str | None, on_state: OnState) -> list[list[str]]:
         """name, type, shape or length, short repr — of what the kernel holds."""
@@ -244,12 +275,39 @@ class NotebookKernels:
                 told = True
             await asyncio.sleep(POLL_SECONDS)
 
+    async def _stop(self, kernel_id: str, client: Any, msg_id: str) -> None:
+        """Interrupt the agent's run. An interrupt that lands after the code was sent but before
+        the kernel began it is lost (ipykernel ignores SIGINT between requests): so when the
+        kernel says it began the run only after that interrupt, and the run goes on, interrupt
+        it again. Never when the run began before (the first interrupt hit it): a second one
+        could hit the user's cell queued behind it. A few tries, a moment apart, so Stop stays
+        quick; code that swallows KeyboardInterrupt runs on, as it would for Jupyter's button."""
+        began: list[bool] = []
+        await self._interrupt(kernel_id)
+        for _ in range(STOP_TRIES):
+            try:
+                await self._collect(
+                    client, msg_id, RunOutput(0), time.monotonic() + STOP_WAIT_SECONDS, began
+                )
+                return
+            except TimeoutError:
+                if began:  # it began after the interrupt, and goes on
+                    await self._interrupt(kernel_id)
+
     async def _interrupt(self, kernel_id: str) -> None:
         with contextlib.suppress(Exception):  # a kernel that died meanwhile needs no interrupt
             await ensure_async(self.kernels.get_kernel(kernel_id).interrupt_kernel())
 
-    async def _collect(self, client: Any, msg_id: str, parts: list[str], deadline: float) -> bool:
-        """Gather the run's output until the kernel is idle again; True if the code raised."""
+    async def _collect(
+        self,
+        client: Any,
+        msg_id: str,
+        output: RunOutput,
+        deadline: float,
+        began: list[bool] | None = None,
+    ) -> bool:
+        """Gather the run's output until the kernel is idle again; True if the code raised.
+        `began` gets an entry when the kernel says it begins the run (its `execute_input`)."""
         failed = False
         while True:
             left = deadline - time.monotonic()
@@ -262,17 +320,19 @@ class NotebookKernels:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue  # the user's own cells, or another client's
             kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind == "execute_input" and began is not None:
+                began.append(True)
             if kind == "status" and content.get("execution_state") == "idle":
                 return failed
             if kind == "stream":
-                parts.append(str(content.get("text", "")))
+                output.add(str(content.get("text", "")))
             elif kind in ("execute_result", "display_data"):
-                parts.append(_shown(content.get("data") or {}))
+                output.add(_shown(content.get("data") or {}))
             elif kind == "error":
                 failed = True
                 trace = "\n".join(_ANSI.sub("", line) for line in content.get("traceback", []))
-                parts.append(trace or f"{content.get('ename')}: {content.get('evalue')}")
-                parts.append("\n")
+                output.add(trace or f"{content.get('ename')}: {content.get('evalue')}")
+                output.add("\n")
 
     async def _shell_reply(self, client: Any, msg_id: str) -> dict[str, Any]:
         deadline = time.monotonic() + ANSWER_SECONDS
@@ -295,7 +355,3 @@ def _shown(data: dict[str, Any]) -> str:
         return f"[a picture ({pictures[0]}) was shown in the notebook]\n"
     text = data.get("text/plain")
     return f"{text}\n" if isinstance(text, str) else ""
-
-
-def _joined(parts: list[str]) -> str:
-    return "".join(parts)

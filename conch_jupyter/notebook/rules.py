@@ -1,5 +1,5 @@
 """The rules of the notebook tools: which call runs, which asks the user, which is refused, and
-the words the model and the chat's header get. Pure (stdlib only, no I/O), table-tested.
+the words the model and the chat's header get. Pure (no I/O), table-tested.
 
 Theory of operation: one decision per tool call, from four things the driver knows —
 - the chat's **mode**: `ask` (the default: every `run_code` waits for the user's yes), `auto`
@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..providers.base import ToolSpec
+from ..rows import Mode  # "ask" (the default), "auto", "read": stored with each chat
 
-Mode = Literal["ask", "auto", "read"]
 Action = Literal["run", "ask", "refuse"]
 # How one call ended (`tool.ended`'s state).
 Ending = Literal["ran", "failed", "skipped", "refused", "timeout"]
 
-MODES: tuple[Mode, ...] = ("ask", "auto", "read")
-DEFAULT_MODE: Mode = "ask"
 MAX_CALLS_PER_TURN = 8
 RUN_SECONDS = 60.0
 OUTPUT_LIMIT = 8_000
@@ -123,9 +121,12 @@ def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:
     return "Auto: agents run code without asking."
 
 
-def cut_output(text: str, limit: int = OUTPUT_LIMIT) -> str:
-    """At most `limit` characters of output for the model, with a note saying it was cut."""
-    if len(text) <= limit:
+def cut_output(text: str, limit: int = OUTPUT_LIMIT, *, total: int | None = None) -> str:
+    """At most `limit` characters of output for the model, with a note saying it was cut.
+    `total`: how long the output really was, when `text` is only the start of it (a run's output
+    is not kept past what can be shown)."""
+    total = len(text) if total is None else max(total, len(text))
+    if total <= limit:
         return text
-    note = f"\n[Output cut: {len(text):,} characters, only the first {limit:,} are shown.]"
+    note = f"\n[Output cut: {total:,} characters, only the first {limit:,} are shown.]"
     return text[: max(limit - len(note), 0)] + note

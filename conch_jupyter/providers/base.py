@@ -1,8 +1,9 @@
-"""What every model provider speaks: a request in, a stream of text deltas and usage out.
+"""What every model provider speaks: a request in, a stream of text deltas, tool calls and usage
+out.
 
-The round driver only knows this module. Providers turn a ModelRequest into their wire format,
-stream the reply back as TextDelta items, and report token usage once as a Usage item.
-A failure is a ProviderError whose words are shown to the user as Conch's note.
+The turn routine (turn.py) only knows this module. Providers turn a ModelRequest into their
+wire format, stream the reply back as TextDelta items, and report token usage once as a Usage
+item. A failure is a ProviderError whose words are shown to the user as Conch's note.
 
 Tools: a request may offer tools (`tools`) and carry the tool loop so far (`steps`: what the
 model called and what came back, which each wire sends in its provider's own format). A reply

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from ..rows import Mode
+
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
@@ -71,7 +73,7 @@ class ConversationIn(Body):
 
 
 class ConversationPatch(Body):
-    mode: Literal["ask", "auto", "read"]
+    mode: Mode
 
 
 class ToolAnswer(Body):

@@ -2,7 +2,9 @@
 
 Each handler parses (pydantic), calls a service and serialises; errors are base.py's one JSON
 shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
-+ XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else.
++ XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and not
+even here for the user's own two acts: saying yes to a run and changing a chat's mode (every
+kernel holds that key, and so does every piece of code an agent runs).
 """
 
 from __future__ import annotations
