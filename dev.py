@@ -5,7 +5,9 @@
     python3 dev.py test    the whole test suite (installs what it needs, Chromium included)
 
 Both make a virtual environment in .venv and install the project into it (again only when
-pyproject.toml changed). Extra words after `test` go to pytest, e.g. `python3 dev.py test -k door`.
+pyproject.toml changed), and build the notebook view from js/ (Node 20+ and npm: `npm ci` from
+the lock file, then esbuild) when its sources changed. Extra words after `test` go to pytest,
+e.g. `python3 dev.py test -k door`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ def ensure_venv(extra: str) -> None:
     stamp.write_text(wanted)
 
 
+def ensure_view() -> None:
+    """The notebook view, built from js/ when its sources are newer than the build."""
+    sys.path.insert(0, str(ROOT))
+    from hatch_build import build_view
+
+    if build_view():
+        say("built the notebook view from js/ into conch_jupyter/widget/static/")
+
+
 def ensure_chromium() -> None:
     """The browser tests drive Debian's chromium; install it where it is missing and we can."""
     if CHROMIUM.exists():
@@ -65,6 +76,7 @@ def ensure_chromium() -> None:
 
 def lab(args: list[str]) -> int:
     ensure_venv("lab")
+    ensure_view()
     say("starting JupyterLab with Conch; the demo notebook opens on the offline agents")
     command = [
         str(BIN / "jupyter"),
@@ -78,6 +90,7 @@ def lab(args: list[str]) -> int:
 
 def test(args: list[str]) -> int:
     ensure_venv("test")
+    ensure_view()
     ensure_chromium()
     code = subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
     if code == 5:

@@ -2,7 +2,9 @@
 
 Stored things (messages, events) are published after they are stored; reply deltas and the live
 round state are published as they happen and never stored. A follower that cannot keep up is
-dropped rather than letting memory grow: it reconnects and starts again from a snapshot.
+dropped rather than letting memory grow: it reconnects and starts again from a snapshot, which
+carries what each reply still streaming has said so far (`streaming`), so a view that follows
+again loses no words and doubles none.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ FOLLOWER_QUEUE_LIMIT = 2_000
 class Hub:
     def __init__(self) -> None:
         self._followers: dict[str, set[asyncio.Queue[Item | None]]] = defaultdict(set)
+        # conversation id -> reply id -> (agent id, the chunks so far): replies still streaming.
+        self._streaming: dict[str, dict[str, tuple[str, list[str]]]] = defaultdict(dict)
 
     def publish(self, conversation_id: str, item: Item) -> None:
+        self._remember(conversation_id, item)
         for queue in list(self._followers.get(conversation_id, ())):
             try:
                 queue.put_nowait(item)
@@ -45,6 +50,29 @@ class Hub:
     def event(self, event: Event) -> None:
         """A stored event, to its chat's followers."""
         self.publish(event.conversation_id, {"type": "event", "event": event.to_json()})
+
+    def streaming(self, conversation_id: str) -> list[Item]:
+        """The replies still streaming in a chat: [{reply, agent, text so far}]."""
+        live = self._streaming.get(conversation_id, {})
+        return [{"reply": r, "agent": a, "text": "".join(p)} for r, (a, p) in live.items()]
+
+    def _remember(self, conversation_id: str, item: Item) -> None:
+        kind = item.get("type")
+        if kind == "delta":
+            live = self._streaming[conversation_id]
+            _agent, parts = live.setdefault(str(item["reply"]), (str(item.get("agent")), []))
+            parts.append(str(item.get("text", "")))
+        elif kind == "message":  # a reply is stored under its reply id once it settles
+            self._forget(conversation_id, str(item["message"]["id"]))
+        elif kind == "round" and item.get("round") is None:  # the round (or lone reply) ended
+            self._streaming.pop(conversation_id, None)
+
+    def _forget(self, conversation_id: str, reply_id: str) -> None:
+        live = self._streaming.get(conversation_id)
+        if live is not None:
+            live.pop(reply_id, None)
+            if not live:
+                del self._streaming[conversation_id]
 
     def followers(self, conversation_id: str) -> int:
         return len(self._followers.get(conversation_id, ()))

@@ -13,6 +13,7 @@ HTML turned off; nh3 then cleans the result against a short allowlist, as a seco
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Sequence
@@ -80,6 +81,8 @@ def sanitize(fragment: str) -> str:
     )
 
 
+# Every snapshot carries each message's HTML: a settled message is drawn once, then remembered.
+@functools.lru_cache(maxsize=4096)
 def render_markdown(text: str) -> str:
     """Markdown as sealed HTML: safe to insert with innerHTML."""
     return sanitize(_MD.render(text))

@@ -154,7 +154,8 @@ class RoundService:
     def conversation_json(self, conversation_id: str) -> dict[str, Any]:
         # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
         conversation = self._require(conversation_id, origins=("user", "peer"))
-        names = self._room().names()
+        room = self._room()
+        names = room.names()
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
@@ -165,6 +166,12 @@ class RoundService:
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
+            # Who is who, so a view needs no other call to name everyone (issue 10).
+            "roster": {
+                "agents": [{"id": a.id, "name": a.name} for a in room.agents],
+                "outside": [{"id": i, "name": n} for n, i in room.outside.items()],
+            },
+            "streaming": self.hub.streaming(conversation_id),
         }
 
     def busy(self, conversation_id: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,15 @@ from .scripted_models import ScriptedModels
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 Api = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The built view (js/ bundled into conch_jupyter/widget/static/) is build output: make it
+    # here when it is missing or older than its sources, before any test reads it.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from hatch_build import build_view
+
+    build_view()
 
 
 class Clock:

@@ -219,6 +219,41 @@ def test_pip_install_builds_a_wheel_that_enables_the_extension(venv: Venv) -> No
     _assert_enabled_by_install(venv)
 
 
+@pytest.mark.timeout(600)
+def test_the_wheel_carries_the_built_view_and_it_loads(venv: Venv) -> None:
+    venv.install("wheel")
+    code = (
+        "import json, pathlib, conch_jupyter.widget as w; "
+        "static = pathlib.Path(w.__file__).parent / 'static'; "
+        "print(json.dumps({'files': sorted(p.name for p in static.iterdir()), "
+        "'esm': str(w.ChatWidget._esm), 'css': str(w.SettingsWidget._css), 'static': str(static)}))"
+    )
+    found = json.loads(venv.run(venv.python, "-c", code).splitlines()[-1])
+    # Only what the build makes, and what anywidget hands the page: the bundle and its CSS.
+    assert found["files"] == ["widget.css", "widget.js"]
+    static = Path(found["static"])
+    assert static.resolve().is_relative_to(venv.root.resolve())
+    built = (static / "widget.js").read_text()
+    assert found["esm"] == built
+    assert ".conch-round" in found["css"]
+    assert not re.search(r"^\s*import\s", built, re.M)  # one self-contained module: no CDN
+    # It loads: the module imports (outside a browser too) and has anywidget's render.
+    node = subprocess.run(
+        [
+            "node",
+            "--input-type=module",
+            "-e",
+            "const m = await import(process.argv[1]); console.log(typeof m.default.render);",
+            (static / "widget.js").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (node.returncode, node.stdout.strip()) == (0, "function"), node.stderr
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

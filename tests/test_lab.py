@@ -8,32 +8,20 @@ the same widgets from the same kernel. Screenshots go to tests/.screens/.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from .browser import chromium, need_chromium, screenshot_path
-from .jupyter_process import free_port
+from .lab import Lab, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 DEMO = Path(__file__).resolve().parent.parent / "notebooks" / "demo.ipynb"
-KERNEL_IDLE = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  return panel?.sessionContext?.session?.kernel?.status === "idle";
-}"""
-# No "get notified about Jupyter news?" toast over the screenshots.
-NO_NEWS = '{"fetchNews": "false"}'
 
 
 # Playwright's sync API keeps its own event loop running in this thread, and these tests start
@@ -48,91 +36,20 @@ def jp_server_cleanup() -> None:
     return None
 
 
-@dataclass
-class Lab:
-    url: str
-    token: str
-    log: Path
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     need_chromium()
     root = tmp_path_factory.mktemp("lab")
     (root / "work").mkdir()
     shutil.copy(DEMO, root / "work" / "demo.ipynb")
-    home = root / "jupyter-home"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
-    }
-    env.update(
-        JUPYTER_PLATFORM_DIRS="1",
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-    )
-    settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
-    port, token = free_port(), "t" + os.urandom(12).hex()
-    log = root / "lab.log"
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        "--port-retries=0",
-        f"--IdentityProvider.token={token}",
-        "--LabApp.expose_app_in_browser=True",
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        f"--ServerApp.root_dir={root / 'work'}",
-        f"--ConchApp.data_dir={root / 'conch'}",
-        "--ConchApp.offline_delay=0.05",
-    ]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()}")
-            try:
-                answer = httpx.get(f"{url}conch/api/agents", params={"token": token}, timeout=2)
-                if answer.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        yield Lab(url, token, log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+    with running_lab(root) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with chromium() as running:
         yield running
-
-
-def open_notebook(browser: Browser, address: str) -> Page:
-    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    page.goto(address)
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-    return page
 
 
 def test_the_demo_runs_in_jupyterlab_and_stop_folds_the_card(browser: Browser, lab: Lab) -> None:

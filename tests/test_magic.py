@@ -48,11 +48,12 @@ WAIT_FOR_A_HANDOVER = """
 import asyncio, time
 from conch_jupyter.widget import this_chat
 chat = this_chat()
-before = sum(i["kind"] == "round" for i in chat.items)
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
+    # A round running now (its card is the last), whose floor has changed hands. %conch sends
+    # at once, so that round may already be under way when this cell starts.
     cards = [n for n, i in enumerate(chat.items) if i["kind"] == "round"]
-    if len(cards) > before and chat.round_running and any(
+    if cards and chat.round_running and any(
         "handed over" in i.get("text", "") for i in chat.items[cards[-1]:]
     ):
         break

@@ -12,10 +12,6 @@ import pytest
 from conch_jupyter.widget.timeline import ChatState, Names, build_items, initials, live_item
 
 
-def plain(_mid: str, text: str) -> str:
-    return f"<p>{text}</p>"
-
-
 class Stream:
     def __init__(self, **snapshot: Any) -> None:
         self.state = ChatState()
@@ -28,6 +24,8 @@ class Stream:
         self.t += 0 if same_time else 1
         mid = more.pop("id", f"m{self.t}{role}")
         message = {"id": mid, "role": role, "text": text, "created": self.t, **more}
+        if role != "note":
+            message["html"] = f"<p>{text}</p>"  # the server's sealed drawing
         assert self.state.take({"type": "message", "message": message}) == "items"
         return self
 
@@ -44,7 +42,7 @@ class Stream:
         return self
 
     def items(self) -> list[dict[str, Any]]:
-        return build_items(self.state, plain)
+        return build_items(self.state)
 
     def card(self) -> dict[str, Any]:
         return next(i for i in reversed(self.items()) if i["kind"] == "round")
@@ -90,18 +88,18 @@ def test_the_reply_streaming_now_is_drawn_apart_and_replaced_by_its_message() ->
     s = two_turns()
     assert s.state.take({"type": "delta", "reply": "a2", "agent": "w", "text": "A pl"}) == "live"
     s.state.take({"type": "delta", "reply": "a2", "agent": "w", "text": "an"})
-    live = live_item(s.state, plain)
+    live = live_item(s.state)
     assert live == {
         "kind": "agent",
         "id": "a2",
         "agent": "w",
         "name": "Writer",
         "place": "turn 2 · handed over by Researcher",
-        "html": "<p>A plan</p>",
+        "text": "A plan",  # plain while it streams; drawn sealed once it settles
         "streaming": True,
     }
     s.msg("agent", "A plan", id="a2", agent="w", round={"turn": 2, "handed_by": "r"})
-    assert live_item(s.state, plain) is None
+    assert live_item(s.state) is None
     assert s.items()[-1]["place"] == "turn 2 · handed over by Researcher"
 
 
@@ -181,7 +179,7 @@ def test_notes_are_conchs_and_user_messages_are_labelled() -> None:
     s = Stream().msg("user", "hi").msg("note", "You have no agents yet.")
     note = s.items()[1]
     assert (note["kind"], note["text"]) == ("note", "You have no agents yet.")
-    said = build_items(s.state, plain, user_label="The other agent")
+    said = build_items(s.state, user_label="The other agent")
     assert said[0]["who"] == "The other agent"
 
 

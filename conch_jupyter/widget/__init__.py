@@ -1,7 +1,8 @@
 """The notebook's views of Conch: the chat (live rounds, the composer) and Settings.
 
-Both are anywidgets: Python owns the state in synced traits and talks to the server; the view
-(static/widget.js, one self-contained module) only draws it and sends actions back.
+Both are anywidgets: Python says which chat (or section) to show; the view (built from js/ into
+static/widget.js, one self-contained module) talks to the page's Jupyter server itself where it
+can, and otherwise draws the traits the kernel keeps and sends actions back.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What both widgets share on the kernel side: the view's two files, a client for the server,
-work run on the kernel's event loop, and the one dispatcher for the view's messages.
+"""What both widgets share on the kernel side: the view's two built files (static/, made from
+js/ at build time), a client for the server, work run on the kernel's event loop, and the one
+dispatcher for the view's messages (the relay, where the view cannot reach the server itself).
 
 Python owns the state (synced traits); the view only draws it and sends actions as custom
 messages {"type": ..., ...}. Each action is a coroutine run on the kernel's event loop, so a slow

@@ -1,9 +1,12 @@
 """ChatWidget: one chat, followed live from the kernel, and `this_chat()` for %conch.
 
-A task on the kernel's event loop follows the server's event stream (a snapshot, then messages,
-events, reply deltas and the round state) and keeps the traits up to date; the view draws them.
-The view's composer and Stop button come back as custom messages ("send", "stop"). If the stream
-drops (the server restarted, or this follower fell behind), it follows again from a new snapshot.
+The kernel tells the view which chat it shows (`conversation_id`). Where the page was served by
+the Jupyter server running Conch, the view then follows the chat and sends and stops by itself
+(js/chat-view.js), so it stays live while the kernel is busy or gone. For the Python API
+(`post`, `stop_round`, `settled`, `items`) and for front ends without such a server (the
+relay), a task on the kernel's event loop also follows the server's event stream and keeps the
+traits up to date; in the relay the view draws those traits and sends "send" and "stop" here.
+If the stream drops, it follows again from a new snapshot.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from typing import Any
 import traitlets
 
 from ..client import ConchClient, ConchClientError
-from ..render import render_markdown
 from .base import Action, ClientFactory, KernelWidget, running_loop
 from .timeline import ChatState, Item, build_items, live_item
 
@@ -46,23 +48,42 @@ class ChatWidget(KernelWidget):
             client_factory=client_factory, view="chat", conversation_id=conversation_id, **kwargs
         )
         self._state = ChatState()
-        self._html: dict[str, tuple[str, str]] = {}
         # Sends and stops go out in the order they were asked for, and a send waits until the
         # follower has its snapshot, so the reply it starts streams here from its first word.
         self._order = asyncio.Lock()
         self._ready = asyncio.Event()
         self._following = running_loop() is not None
+        # Whether a view draws this chat from the kernel's traits (the relay): only then does
+        # each chunk of a streaming reply go to the front end (a view that talks to the server
+        # itself gets them from there; the Python API needs only whole messages).
+        self._relaying = False
         self.spawn(self._follow() if self._following else self._load())
 
     # --- what Python code can do ---
 
     def post(self, text: str) -> None:
-        """Send a message to the chat, as the composer does (a problem shows in `problem`)."""
-        self.act(self._post({"text": text}))
+        """Send a message to the chat, as the composer does (a problem shows in `problem`).
+
+        It is sent before this returns, not on the kernel's event loop: a long cell run after
+        it (a training run, a query) cannot hold the message back."""
+        if not text.strip():
+            return
+        rnd = self._state.round
+        try:
+            with ConchClient.from_environment() as client:
+                client.send(self.conversation_id, text)
+        except ConchClientError as error:
+            if error.code == "no_server":
+                raise
+            self.problem = error.message
+            return
+        self._sent(rnd)
 
     def stop_round(self) -> None:
         """End the running round at once, as the card's Stop does."""
-        self.act(self._stop({}))
+        with ConchClient.from_environment() as client:
+            stopped = client.stop(self.conversation_id)
+        self.notice = "" if stopped else "No round is running."
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Wait until the chat has answered everything — or until it waits for you: a run that
@@ -89,7 +110,12 @@ class ChatWidget(KernelWidget):
     # --- the view's messages ---
 
     def actions(self) -> Mapping[str, Action]:
-        return {"send": self._post, "stop": self._stop, "refresh": self._refresh}
+        return {
+            "send": self._post,
+            "stop": self._stop,
+            "refresh": self._refresh,
+            "relay": self._relay,
+        }
 
     def say_problem(self, words: str) -> None:
         self.problem = words
@@ -109,6 +135,9 @@ class ChatWidget(KernelWidget):
                 self.problem = error.message
                 self.send({"type": "send.failed", "text": text})
                 return
+        self._sent(rnd)
+
+    def _sent(self, rnd: dict[str, Any] | None) -> None:
         self.problem = ""
         if rnd and rnd.get("speaker"):
             who = self._state.names.name(str(rnd["speaker"]))
@@ -119,6 +148,10 @@ class ChatWidget(KernelWidget):
             stopped = await self.client().stop(self.conversation_id)
         self.notice = "" if stopped else "No round is running."
 
+    async def _relay(self, _content: dict[str, Any]) -> None:
+        self._relaying = True
+        self.set_trait("live", live_item(self._state))
+
     async def _refresh(self, _content: dict[str, Any]) -> None:
         await self._load()
 
@@ -126,7 +159,6 @@ class ChatWidget(KernelWidget):
 
     async def _load(self) -> None:
         chat = await self.client().conversation(self.conversation_id)
-        await self._learn_names()
         self._take({"type": "snapshot", "conversation": chat})
 
     async def _follow(self) -> None:
@@ -135,7 +167,6 @@ class ChatWidget(KernelWidget):
             try:
                 async for item in self.client().follow(self.conversation_id):
                     if item.get("type") == "snapshot":
-                        await self._learn_names()
                         self.problem, delay = "", 0.5
                     self._take(item)
                     self._ready.set()
@@ -150,33 +181,20 @@ class ChatWidget(KernelWidget):
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
 
-    async def _learn_names(self) -> None:
-        client, names = self.client(), self._state.names
-        names.ours = {a["id"]: a["name"] for a in await client.agents()}
-        try:
-            names.outside = {a["id"]: a["name"] for a in await client.outside()}
-        except ConchClientError:
-            names.outside = {}  # this server has no outside agents (yet)
-
     def _take(self, item: Item) -> None:
         changed = self._state.take(item)
         if item.get("type") == "event" and item["event"].get("type") == "round.ended":
             self.notice = ""
         if changed == "live":
-            self.set_trait("live", live_item(self._state, self._render))
+            if self._relaying:
+                self.set_trait("live", live_item(self._state))
         elif changed == "items":
             with self.hold_sync():
-                self.items = build_items(self._state, self._render)
-                self.set_trait("live", live_item(self._state, self._render))
+                self.items = build_items(self._state)
+                self.set_trait("live", live_item(self._state))
                 self.round_running = self._state.round is not None
                 self.mentions = self._state.names.mentions()
                 self.title = self._state.title.rsplit("/", 1)[-1]
-
-    def _render(self, message_id: str, text: str) -> str:
-        kept = self._html.get(message_id)
-        if kept is None or kept[0] != text:
-            kept = self._html[message_id] = (text, render_markdown(text))
-        return kept[1]
 
 
 # --- this notebook's chat ---------------------------------------------------------------------

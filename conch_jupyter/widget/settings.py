@@ -1,6 +1,9 @@
 """SettingsWidget: your agents, outside agents, and the agents that can talk to yours.
 
-Each list is a trait the view draws; each button is a custom message handled here. A section
+Where the page was served by the Jupyter server running Conch, the view reads and changes all of
+this straight from the server (js/settings-source.js) and this widget only says which section to
+show. Elsewhere (the relay) each list is a trait the view draws and each button is a custom
+message handled here, as the Python side's own calls are. A section
 whose API this server does not have (yet) says so in words instead of failing. A pairing's key
 is shown once: it goes to the view in a message of its own and is never kept in a trait, so it
 cannot end up saved in the notebook with the widget state.
@@ -14,7 +17,6 @@ from typing import Any
 import traitlets
 
 from ..client import ConchClientError
-from ..render import render_markdown
 from .base import Action, ClientFactory, KernelWidget
 from .timeline import ChatState, build_items
 
@@ -202,12 +204,10 @@ class SettingsWidget(KernelWidget):
             chats = []
             for chat in await client.pairing_chats(pairing):
                 state = ChatState()
-                state.names.ours = {a["id"]: a["name"] for a in self.agents}
                 state.take(
                     {"type": "snapshot", "conversation": await client.conversation(chat["id"])}
                 )
-                render = _Sealed()
-                items = build_items(state, render, user_label="The other agent")
+                items = build_items(state, user_label="The other agent")
                 chats.append({"id": chat["id"], "created": chat.get("created"), "items": items})
             note = "" if chats else "It has not said anything yet."
             self.said = {"pairing": pairing, "chats": chats, "note": note}
@@ -216,8 +216,3 @@ class SettingsWidget(KernelWidget):
 
     async def _close_said(self, _content: dict[str, Any]) -> None:
         self.set_trait("said", None)
-
-
-class _Sealed:
-    def __call__(self, _message_id: str, text: str) -> str:
-        return render_markdown(text)

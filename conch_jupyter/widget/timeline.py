@@ -3,7 +3,9 @@
 Owns the chat widget's state (ChatState takes the event stream's items one by one) and the pure
 step from that state to the items the view draws: your messages, each agent's reply under its
 divider, handover lines, outside answers, Conch's notes, and a round card where each round began.
-No I/O here: Markdown is drawn by the `render` function passed in (render.py's, sealed).
+No I/O here: a settled message carries its Markdown drawn sealed by the server (render.py), and
+a reply still streaming is plain text. This is the kernel's mirror of the view's js/timeline.js
+(for the relay and the Python API); tests/test_view_js.py checks both draw the same items.
 
 A round card's picture comes from the log alone: the faces are everyone named or heard in it, and
 each pass of the floor is a change of speaker between one reply and the next (round.asking marks
@@ -13,7 +15,6 @@ The card's words say what its picture shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, cast
@@ -21,7 +22,6 @@ from typing import Any, cast
 from ..rounds import EndReason, end_words
 
 Item = dict[str, Any]
-Render = Callable[[str, str], str]  # (message id, Markdown) -> sealed HTML
 
 # At one instant, a round's start sorts after the message that began it and its end after its
 # last note (the server stores them in that order).
@@ -71,7 +71,14 @@ class ChatState:
             self.events = {e["seq"]: e for e in chat.get("events", [])}
             self.round, self.busy = chat.get("round"), bool(chat.get("busy"))
             self.title = str(chat.get("title") or "")
-            self.live = {}
+            roster = chat.get("roster")
+            if roster is not None:  # who is who, carried by the snapshot
+                self.names.ours = {a["id"]: a["name"] for a in roster.get("agents", [])}
+                self.names.outside = {a["id"]: a["name"] for a in roster.get("outside", [])}
+            self.live = {
+                str(r["reply"]): {"agent": r.get("agent"), "text": str(r.get("text", ""))}
+                for r in chat.get("streaming", [])
+            }
             for message in self.messages.values():
                 self._heard(message)
             return "items"
@@ -126,7 +133,7 @@ class _Card:
             self.speakers.append(agent_id)
 
 
-def build_items(state: ChatState, render: Render, *, user_label: str = "You") -> list[Item]:
+def build_items(state: ChatState, *, user_label: str = "You") -> list[Item]:
     """Everything but the reply still streaming, in reading order."""
     names = state.names
     entries: list[tuple[float, int, str, Item]] = []
@@ -154,7 +161,7 @@ def build_items(state: ChatState, render: Render, *, user_label: str = "You") ->
             elif etype == "round.ended" and card is not None:
                 card.end, card = entry, None
             continue
-        items.append(_message_item(entry, names, render, user_label))
+        items.append(_message_item(entry, names, user_label))
         role, agent = entry.get("role"), entry.get("agent")
         if card is not None and agent and role in ("agent", "outside"):
             if role == "outside":
@@ -166,21 +173,25 @@ def build_items(state: ChatState, render: Render, *, user_label: str = "You") ->
     return items
 
 
-def _message_item(message: Item, names: Names, render: Render, user_label: str) -> Item:
+def _message_item(message: Item, names: Names, user_label: str) -> Item:
     role, mid = message.get("role"), str(message["id"])
-    text = str(message.get("text", ""))
     place = message.get("round") or {}
     if role == "note":
-        return {"kind": "handover" if place else "note", "id": mid, "text": text}
+        return {
+            "kind": "handover" if place else "note",
+            "id": mid,
+            "text": str(message.get("text", "")),
+        }
+    html = str(message.get("html", ""))  # drawn sealed by the server
     if role == "user":
-        return {"kind": "user", "id": mid, "who": user_label, "html": render(mid, text)}
+        return {"kind": "user", "id": mid, "who": user_label, "html": html}
     agent = str(message.get("agent") or "")
     if role == "tool":
         # A tool call's log: drawn as plain text (monospace, folded), never as Markdown.
         call = {k: message.get(k) for k in ("tool", "call_id", "code", "state")}
         return {"kind": "tool", "id": mid, "agent": agent, "name": names.name(agent), **call,
-                "output": text}  # fmt: skip
-    item: Item = {"id": mid, "agent": agent, "name": names.name(agent), "html": render(mid, text)}
+                "output": str(message.get("text", ""))}  # fmt: skip
+    item: Item = {"id": mid, "agent": agent, "name": names.name(agent), "html": html}
     if role == "outside":
         return {"kind": "outside", **item}
     return {"kind": "agent", **item, "place": _place_words(place, names)}
@@ -246,8 +257,8 @@ def _card_item(card: _Card, state: ChatState, *, live: bool) -> Item:
     return {**item, "state": "folded", "floor": last, **folded_words}
 
 
-def live_item(state: ChatState, render: Render) -> Item | None:
-    """The reply streaming now, drawn sealed like any other, or None."""
+def live_item(state: ChatState) -> Item | None:
+    """The reply streaming now, as plain text (it is drawn sealed once it settles), or None."""
     if not state.live:
         return None
     reply_id, reply = next(reversed(state.live.items()))
@@ -260,6 +271,6 @@ def live_item(state: ChatState, render: Render) -> Item | None:
         "agent": agent,
         "name": state.names.name(agent),
         "place": _place_words(place, state.names),
-        "html": render(reply_id, str(reply["text"])),
+        "text": str(reply["text"]),
         "streaming": True,
     }

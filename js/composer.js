@@ -1,0 +1,182 @@
+// @ts-check
+/**
+ * The text box: Enter sends, Shift+Enter breaks the line, and typing @ lists your agents and
+ * then outside agents, filtered as you type, chosen with the arrow keys and Enter (or Tab), or
+ * with the mouse. What it offers is mentions.js's (pure, tested on its own).
+ */
+
+import { disc, h, uid } from "./dom.js";
+import { mentionAt, offered } from "./mentions.js";
+
+/**
+ * @typedef {import("./mentions.js").Mention} Mention
+ * @typedef {{get(name: string): any}} State
+ */
+
+/**
+ * @param {State} state what the chat shows: mentions, round_running, notice
+ * @param {(text: string) => void} send
+ */
+export function composer(state, send) {
+  const listId = `conch-mentions-${uid()}`;
+  const input = /** @type {HTMLTextAreaElement} */ (
+    h("textarea", {
+      class: "conch-input",
+      rows: 1,
+      role: "combobox",
+      "aria-autocomplete": "list",
+      "aria-expanded": "false",
+      "aria-controls": listId,
+      "aria-label": "Message",
+    })
+  );
+  const list = h("ul", { class: "conch-mentions", role: "listbox", id: listId, "aria-label": "Agents", hidden: true });
+  const hint = h("div", { class: "conch-hint", "aria-live": "polite" });
+  const form = h(
+    "form",
+    { class: "conch-composer" },
+    h("div", { class: "conch-composer-row" }, input, h("button", { type: "submit", class: "conch-button conch-send", text: "Send" })),
+    list, // in the flow, under the box: no output area can clip it
+    hint,
+  );
+  /** @type {Mention[]} */
+  let options = [];
+  let active = 0;
+  /** @type {{start: number, end: number} | null} */
+  let token = null;
+
+  function refresh() {
+    const found = input.selectionStart === input.selectionEnd ? mentionAt(input.value, input.selectionStart) : null;
+    options = found ? offered(state.get("mentions") || [], found.query) : [];
+    token = options.length && found ? { start: found.start, end: found.end } : null;
+    active = Math.min(active, Math.max(0, options.length - 1));
+    drawList();
+  }
+
+  function drawList() {
+    const open = options.length > 0;
+    list.hidden = !open;
+    input.setAttribute("aria-expanded", String(open));
+    if (!open) {
+      input.removeAttribute("aria-activedescendant");
+      list.replaceChildren();
+      return;
+    }
+    /** @type {HTMLElement[]} */
+    const rows = [];
+    let group = "";
+    options.forEach((option, i) => {
+      const label = option.outside ? "Outside agents" : "Your agents";
+      if (label !== group) {
+        group = label;
+        rows.push(h("li", { class: "conch-mention-group", role: "presentation", text: label }));
+      }
+      rows.push(
+        h(
+          "li",
+          {
+            class: "conch-mention" + (i === active ? " is-active" : ""),
+            role: "option",
+            id: `${listId}-${i}`,
+            "aria-selected": String(i === active),
+            onmousedown: (/** @type {MouseEvent} */ event) => {
+              event.preventDefault(); // keep the focus in the text box
+              choose(i);
+            },
+          },
+          disc(option.name, option.name.slice(0, 1).toUpperCase(), option.outside),
+          h("span", { class: "conch-mention-name", text: option.name }),
+          option.outside && h("span", { class: "conch-mention-tag", text: "outside" }),
+        ),
+      );
+    });
+    list.replaceChildren(...rows);
+    input.setAttribute("aria-activedescendant", `${listId}-${active}`);
+  }
+
+  /** @param {number} i */
+  function choose(i) {
+    const option = options[i];
+    if (!option || !token) return;
+    const text = `@${option.name} `;
+    input.value = input.value.slice(0, token.start) + text + input.value.slice(token.end);
+    const caret = token.start + text.length;
+    input.setSelectionRange(caret, caret);
+    options = [];
+    token = null;
+    drawList();
+    grow();
+  }
+
+  function grow() {
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+  }
+
+  function submit() {
+    const text = input.value;
+    if (!text.trim()) return;
+    send(text);
+    input.value = "";
+    grow();
+  }
+
+  input.addEventListener("keydown", (event) => {
+    if (options.length) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        active = (active + (event.key === "ArrowDown" ? 1 : options.length - 1)) % options.length;
+        drawList();
+        return;
+      }
+      if (event.key === "Enter" || event.key === "Tab") {
+        event.preventDefault();
+        choose(active);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        options = [];
+        drawList();
+        return;
+      }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  input.addEventListener("input", () => {
+    active = 0;
+    refresh();
+    grow();
+  });
+  input.addEventListener("click", refresh);
+  input.addEventListener("blur", () => {
+    options = [];
+    drawList();
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+
+  function draw() {
+    const running = Boolean(state.get("round_running"));
+    input.placeholder = running ? "Write to end the round (@ to mention)" : "Message your agents (@ to mention)";
+    const notice = state.get("notice") || "";
+    const words = notice || (running ? "Sending now ends the round." : "Enter sends · Shift+Enter breaks the line");
+    if (hint.textContent !== words) hint.textContent = words; // a live region: say each thing once
+    hint.classList.toggle("is-notice", Boolean(notice || running));
+  }
+
+  /** Put back a message the server refused, unless something new was typed. @param {string} text */
+  function restore(text) {
+    if (!input.value) {
+      input.value = text;
+      grow();
+    }
+  }
+
+  return { el: form, draw, restore, input };
+}

@@ -1,0 +1,161 @@
+// @ts-check
+/**
+ * The chat's items as elements: your messages, agents' replies under their dividers, an outside
+ * agent's answer in its own quieter frame, handover lines and Conch's notes; and the reply that
+ * is still streaming, drawn as plain text that grows by appending (sealed HTML once it settles).
+ */
+
+import { disc, h } from "./dom.js";
+import { paragraphPieces, textChange } from "./reconcile.js";
+import { roundCard } from "./round-card.js";
+
+/**
+ * @typedef {{kind: string, id: string, [key: string]: any}} Item
+ * @typedef {{announce(words: string): void, stop(): void}} Context
+ * @typedef {{el: HTMLElement, update?: (item: any) => void, stop?: () => void}} Drawn
+ */
+
+/**
+ * A message's body: sealed HTML once settled, plain text while it streams.
+ * @param {Item} item
+ */
+function body(item) {
+  if (item.streaming) return h("div", { class: "conch-md conch-streaming-text", text: item.text || "" });
+  return h("div", { class: "conch-md", html: item.html });
+}
+
+/** @param {Item} item @returns {HTMLElement} */
+export function messageItem(item) {
+  if (item.kind === "user") {
+    return h(
+      "li",
+      { class: "conch-msg conch-user" },
+      h("div", { class: "conch-divider" }, h("span", { class: "conch-who", text: item.who })),
+      body(item),
+    );
+  }
+  if (item.kind === "outside") {
+    return h(
+      "li",
+      { class: "conch-msg conch-outside" + (item.streaming ? " is-streaming" : "") },
+      h(
+        "div",
+        { class: "conch-outside-head" },
+        h("span", { class: "conch-outside-mark", text: "Outside agent" }),
+        h("span", { class: "conch-who", text: item.name }),
+        h("span", { class: "conch-outside-words", text: "someone else's words" }),
+      ),
+      body(item),
+    );
+  }
+  return h(
+    "li",
+    { class: "conch-msg conch-agent" + (item.streaming ? " is-streaming" : "") },
+    h(
+      "div",
+      { class: "conch-divider" },
+      disc(item.name, (item.name || "?").slice(0, 1).toUpperCase()),
+      h("span", { class: "conch-who", text: item.name }),
+      item.place && h("span", { class: "conch-place", text: item.place }),
+      item.streaming && h("span", { class: "conch-typing", text: "answering…" }),
+    ),
+    body(item),
+  );
+}
+
+/** @param {Item} item @param {Context} ctx @returns {Drawn} */
+export function drawItem(item, ctx) {
+  if (item.kind === "round") return roundCard(/** @type {any} */ (item), ctx);
+  if (item.kind === "handover") {
+    return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
+  }
+  if (item.kind === "tool") {
+    // What an agent's tool call did, as plain text (its fuller drawing is the notebook tools'
+    // work): who, which tool, how it ended; the code and the output folded under it.
+    const words = [item.name, item.tool, item.state].filter(Boolean).join(" · ");
+    return {
+      el: h(
+        "li",
+        { class: "conch-tool", "data-state": item.state || "" },
+        h(
+          "details",
+          {},
+          h("summary", { text: words }),
+          item.code && h("pre", { class: "conch-tool-code", text: item.code }),
+          h("pre", { class: "conch-tool-output", text: item.output || "" }),
+        ),
+      ),
+    };
+  }
+  if (item.kind === "note") {
+    return {
+      el: h(
+        "li",
+        { class: "conch-note", role: "note" },
+        h("span", { class: "conch-note-label", text: "Conch" }),
+        h("span", { class: "conch-note-text", text: item.text }),
+      ),
+    };
+  }
+  return { el: messageItem(item) };
+}
+
+/**
+ * The reply streaming now: drawn once, then each new chunk appended as text, a paragraph to a
+ * block, so a long reply costs what its length does, not its square (issue 10): only the
+ * paragraph that grows is laid out again.
+ */
+export class StreamingReply {
+  constructor() {
+    /** @type {HTMLElement | null} */
+    this.el = null;
+    this.key = "";
+    this.shown = "";
+    /** @type {HTMLElement | null} */
+    this.text = null;
+    /** @type {HTMLElement | null} */
+    this.block = null;
+  }
+
+  /** @param {Item} item @returns {HTMLElement} */
+  show(item) {
+    const text = String(item.text || "");
+    const key = JSON.stringify([item.id, item.kind, item.name, item.place]);
+    if (!this.el || key !== this.key) {
+      const el = messageItem({ ...item, text: "" });
+      this.el?.replaceWith(el);
+      this.el = el;
+      this.key = key;
+      this.text = el.querySelector(".conch-streaming-text");
+      this.block = null;
+      this.shown = "";
+    }
+    const change = textChange(this.shown, text);
+    if ("replace" in change) {
+      this.text?.replaceChildren();
+      this.block = null;
+      this.shown = "";
+    }
+    this.write("append" in change ? change.append : change.replace);
+    return this.el;
+  }
+
+  /** @param {string} added */
+  write(added) {
+    for (const piece of paragraphPieces(this.shown, added)) {
+      if (piece.fresh || !this.block) {
+        this.block = h("span", { class: "conch-streaming-para" });
+        this.text?.append(this.block);
+      }
+      this.block.append(piece.text);
+      this.shown += piece.text;
+    }
+  }
+
+  clear() {
+    this.el?.remove();
+    this.el = null;
+    this.key = this.shown = "";
+    this.text = this.block = null;
+  }
+}

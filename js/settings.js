@@ -1,0 +1,474 @@
+// @ts-check
+/**
+ * Settings: your agents (add, edit, remove), outside agents (add by paste with a name of your
+ * own if you like, rename, remove, repair), and
+ * the agents that can talk to yours (pair, show the key once with Copy, remove, What it said).
+ *
+ * Its state and actions come from a source: straight from the server (settings-source.js's
+ * directSettings) where the page was served by the Jupyter server running Conch, else the
+ * kernel's traits and custom messages (relayedSettings). A pairing's key is shown once, in this
+ * view only: it is never kept in a trait or a store.
+ */
+
+import { disc, h, uid } from "./dom.js";
+import { drawItem } from "./items.js";
+
+/**
+ * @typedef {{
+ *   state: {get(name: string): any, on(e: string, cb: () => void): void, off(e: string, cb: () => void): void},
+ *   act(content: any): void,
+ *   section(key: string): void,
+ *   listen(callback: (message: any) => void): () => void,
+ *   close(): void,
+ * }} SettingsSource
+ */
+
+
+const SECTIONS = [
+  ["agents", "Your agents"],
+  ["outside", "Outside agents"],
+  ["pairings", "Agents that can talk to yours"],
+];
+
+/**
+ * A button that asks once more before doing something that cannot be undone.
+ * @param {string} label @param {string} ask @param {() => void} act
+ */
+function confirmButton(label, ask, act) {
+  const button = h("button", { type: "button", class: "conch-button conch-quiet" , text: label });
+  let armed = false;
+  button.addEventListener("click", () => {
+    if (!armed) {
+      armed = true;
+      button.textContent = ask;
+      button.classList.add("is-armed");
+      return;
+    }
+    act();
+  });
+  button.addEventListener("blur", () => {
+    armed = false;
+    button.textContent = label;
+    button.classList.remove("is-armed");
+  });
+  return button;
+}
+
+/** @param {string} label @param {HTMLElement} control */
+function field(label, control) {
+  return h("label", { class: "conch-field" }, h("span", { text: label }), control);
+}
+
+/** @param {(content: any) => void} act */
+function agentForm(act) {
+  /** @param {string} name @param {Record<string, any>} [props] */
+  const input = (name, props = {}) => /** @type {HTMLInputElement} */ (h("input", { name, ...props }));
+  const name = input("name", { required: true, maxlength: 40 });
+  const persona = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "persona", rows: 2 }));
+  const instructions = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "instructions", rows: 3 }));
+  const kind = /** @type {HTMLSelectElement} */ (
+    h("select", { name: "kind" }, ...["offline", "openai", "anthropic"].map((k) => h("option", { value: k, text: k })))
+  );
+  const modelName = input("model");
+  const baseUrl = input("base_url", { placeholder: "https://… (leave empty for the provider's own)" });
+  const key = input("api_key", { type: "password", autocomplete: "off" });
+  const priceIn = input("input_per_mtok", { type: "number", min: 0, step: "any", placeholder: "in" });
+  const priceOut = input("output_per_mtok", { type: "number", min: 0, step: "any", placeholder: "out" });
+  const heading = h("h4", { class: "conch-form-title" });
+  /** @type {string | null} */
+  let editing = null;
+  const form = h(
+    "form",
+    { class: "conch-form", hidden: true },
+    heading,
+    field("Name", name),
+    field("Persona (what others see)", persona),
+    field("Instructions (only for this agent)", instructions),
+    h("div", { class: "conch-field-row" }, field("Provider", kind), field("Model", modelName)),
+    field("Address", baseUrl),
+    field("Key", key),
+    h("div", { class: "conch-field-row" }, field("$ per million tokens in", priceIn), field("out", priceOut)),
+    h(
+      "div",
+      { class: "conch-actions" },
+      h("button", { type: "submit", class: "conch-button", text: "Save" }),
+      h("button", { type: "button", class: "conch-button conch-quiet", text: "Cancel", onclick: () => close() }),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    /** @type {Record<string, any>} */
+    const provider = { kind: kind.value, model: modelName.value.trim(), base_url: baseUrl.value.trim() || null };
+    if (key.value) provider.api_key = key.value;
+    const priced = priceIn.value !== "" || priceOut.value !== "";
+    const agent = {
+      name: name.value.trim(),
+      persona: persona.value,
+      instructions: instructions.value,
+      provider,
+      price: priced ? { input_per_mtok: Number(priceIn.value || 0), output_per_mtok: Number(priceOut.value || 0) } : null,
+    };
+    act({ type: "agent.save", id: editing, agent });
+  });
+
+  /** @param {any} agent */
+  function open(agent) {
+    editing = agent ? agent.id : null;
+    heading.textContent = agent ? `Edit ${agent.name}` : "Add an agent";
+    name.value = agent?.name || "";
+    persona.value = agent?.persona || "";
+    instructions.value = agent?.instructions || "";
+    kind.value = agent?.provider?.kind || "offline";
+    modelName.value = agent?.provider?.model || "";
+    baseUrl.value = agent?.provider?.base_url || "";
+    key.value = "";
+    key.placeholder = agent?.has_key ? "a key is kept; leave empty to keep it" : "leave empty to use the environment's";
+    priceIn.value = agent?.price ? String(agent.price.input_per_mtok) : "";
+    priceOut.value = agent?.price ? String(agent.price.output_per_mtok) : "";
+    form.hidden = false;
+    name.focus();
+  }
+
+  function close() {
+    form.hidden = true;
+    editing = null;
+  }
+
+  return { el: form, open, close };
+}
+
+/** @param {SettingsSource} source @param {HTMLElement} el */
+export function settingsView(source, el) {
+  const tabs = h("div", { class: "conch-tabs", role: "tablist", "aria-label": "Settings" });
+  const panels = /** @type {Record<string, HTMLElement>} */ ({});
+  const problems = /** @type {Record<string, HTMLElement>} */ ({});
+  const lists = /** @type {Record<string, HTMLElement>} */ ({});
+  const notes = /** @type {Record<string, HTMLElement>} */ ({});
+  const tabButtons = SECTIONS.map(([key, label]) => {
+    const button = h("button", {
+      type: "button",
+      role: "tab",
+      class: "conch-tab",
+      id: `conch-tab-${key}-${uid()}`,
+      text: label,
+      onclick: () => {
+        source.section(key);
+      },
+    });
+    problems[key] = h("div", { class: "conch-problem", role: "alert", hidden: true });
+    notes[key] = h("p", { class: "conch-muted", hidden: true });
+    lists[key] = h("ul", { class: "conch-rows" });
+    panels[key] = h("section", { class: "conch-panel", role: "tabpanel", "aria-labelledby": button.id });
+    return button;
+  });
+  tabs.append(...tabButtons);
+  // Arrow keys move between the tabs, as a tab list's do.
+  tabs.addEventListener("keydown", (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    event.preventDefault();
+    const now = SECTIONS.findIndex(([key]) => key === (source.state.get("section") || "agents"));
+    const next = (now + step + SECTIONS.length) % SECTIONS.length;
+    source.section(SECTIONS[next][0]);
+    tabButtons[next].focus();
+  });
+
+  // Your agents.
+  const form = agentForm(source.act);
+  panels.agents.append(
+    h("p", { class: "conch-muted", text: "Mention an agent with @ and its name to start a round." }),
+    problems.agents,
+    lists.agents,
+    h("button", { type: "button", class: "conch-button", text: "Add an agent", onclick: () => form.open(null) }),
+    form.el,
+  );
+
+  // Outside agents.
+  const paste = /** @type {HTMLTextAreaElement} */ (
+    h("textarea", { class: "conch-paste", rows: 2, "aria-label": "Outside agent's address and key", placeholder: "Paste the agent's address (and its key, if you were given one)" })
+  );
+  const ownName = /** @type {HTMLInputElement} */ (
+    h("input", { class: "conch-own-name", name: "outside-name", maxlength: 40, "aria-label": "Its name here (optional)", placeholder: "Its name here (optional: else the card's)" })
+  );
+  const outsideForm = h(
+    "form",
+    { class: "conch-form conch-inline", onsubmit: (/** @type {Event} */ e) => {
+      e.preventDefault();
+      const name = ownName.value.trim();
+      source.act({ type: "outside.add", paste: paste.value, ...(name ? { name } : {}) });
+    } },
+    paste,
+    ownName,
+    h("button", { type: "submit", class: "conch-button", text: "Add" }),
+  );
+
+  /** A name of your own for an outside agent, asked for in its row. @param {any} agent */
+  function renameForm(agent) {
+    const input = /** @type {HTMLInputElement} */ (
+      h("input", { name: "rename", value: agent.name, maxlength: 40, "aria-label": `New name for ${agent.name}` })
+    );
+    const form = h(
+      "form",
+      { class: "conch-inline", hidden: true, onsubmit: (/** @type {Event} */ e) => {
+        e.preventDefault();
+        source.act({ type: "outside.rename", id: agent.id, name: input.value.trim() });
+      } },
+      input,
+      h("button", { type: "submit", class: "conch-button", text: "Save" }),
+    );
+    const open = h("button", {
+      type: "button",
+      class: "conch-button conch-quiet",
+      text: "Rename",
+      onclick: () => {
+        form.hidden = false;
+        input.focus();
+      },
+    });
+    return { form, open };
+  }
+  const repair = h("button", {
+    type: "button",
+    class: "conch-button conch-quiet",
+    text: "Repair everything",
+    onclick: () => source.act({ type: "outside.repair" }),
+  });
+  panels.outside.append(
+    h("p", { class: "conch-muted", text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words." }),
+    notes.outside,
+    problems.outside,
+    lists.outside,
+    h("div", { class: "conch-actions" }, repair),
+    outsideForm,
+  );
+
+  // Agents that can talk to yours.
+  const choices = h("div", { class: "conch-choices" });
+  const remote = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox" }));
+  const once = h("div", { class: "conch-once", hidden: true, role: "region", "aria-label": "Shown once" });
+  const said = h("div", { class: "conch-said", hidden: true });
+  const pairForm = h(
+    "form",
+    { class: "conch-form", onsubmit: (/** @type {Event} */ e) => {
+      e.preventDefault();
+      const agents = [...choices.querySelectorAll("input:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
+      source.act({ type: "pairing.add", agents, remote: remote.checked });
+    } },
+    h("h4", { class: "conch-form-title", text: "Pair an agent" }),
+    choices,
+    h("label", { class: "conch-check" }, remote, h("span", { text: "It runs on another computer (this turns on “From your own address” for other apps)" })),
+    h("div", { class: "conch-actions" }, h("button", { type: "submit", class: "conch-button", text: "Pair" })),
+  );
+  panels.pairings.append(
+    h("p", { class: "conch-muted", text: "Off until you pair one: another agent reaches yours only with the key a pairing gives it, and gets words only." }),
+    notes.pairings,
+    problems.pairings,
+    once,
+    lists.pairings,
+    said,
+    pairForm,
+  );
+
+  const root = h("div", { class: "conch conch-settings" }, tabs, ...Object.values(panels));
+  el.append(root);
+
+  function drawAgents() {
+    /** @type {any[]} */
+    const agents = source.state.get("agents") || [];
+    lists.agents.replaceChildren(
+      ...agents.map((agent) =>
+        h(
+          "li",
+          { class: "conch-row" },
+          disc(agent.name, agent.name.slice(0, 1).toUpperCase()),
+          h(
+            "div",
+            { class: "conch-row-main" },
+            h("strong", { text: agent.name }),
+            agent.persona && h("span", { class: "conch-muted", text: agent.persona }),
+            h(
+              "span",
+              { class: "conch-small" },
+              [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(" · ") +
+                (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
+                (agent.has_key ? " · key kept" : ""),
+            ),
+          ),
+          h(
+            "div",
+            { class: "conch-row-actions" },
+            h("button", { type: "button", class: "conch-button conch-quiet", text: "Edit", onclick: () => form.open(agent) }),
+            confirmButton("Remove", `Remove ${agent.name}?`, () => source.act({ type: "agent.remove", id: agent.id })),
+          ),
+        ),
+      ),
+    );
+    choices.replaceChildren(
+      ...agents.map((agent) =>
+        h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name })),
+      ),
+    );
+  }
+
+  function drawOutside() {
+    /** @type {any[] | null} */
+    const rows = source.state.get("outside");
+    const off = rows === null;
+    outsideForm.hidden = off;
+    repair.hidden = off || !rows.length;
+    lists.outside.replaceChildren(
+      ...(rows || []).map((agent) => {
+        const rename = renameForm(agent);
+        return h(
+          "li",
+          { class: "conch-row" },
+          disc(agent.name, agent.name.slice(0, 1).toUpperCase(), true),
+          h(
+            "div",
+            { class: "conch-row-main" },
+            h("strong", { text: agent.name }),
+            h("code", { class: "conch-small", text: agent.address }),
+            agent.claim && h("span", { class: "conch-claim", text: `It says it's run by ${agent.claim}` }),
+            h("span", { class: "conch-small", text: agent.has_key ? "Key kept, sealed" : "No key" }),
+            agent.clashes_with &&
+              h("span", { class: "conch-row-problem", text: `Its name clashes with your agent “${agent.clashes_with}”: a mention goes to your agent. Rename it.` }),
+            agent.last_problem && h("span", { class: "conch-row-problem", text: `Last problem: ${agent.last_problem}` }),
+            rename.form,
+          ),
+          h(
+            "div",
+            { class: "conch-row-actions" },
+            rename.open,
+            confirmButton("Remove", `Remove ${agent.name}?`, () => source.act({ type: "outside.remove", id: agent.id })),
+          ),
+        );
+      }),
+    );
+  }
+
+  function drawPairings() {
+    /** @type {any[] | null} */
+    const rows = source.state.get("pairings");
+    /** @type {any[]} */
+    const agents = source.state.get("agents") || [];
+    const nameOf = (/** @type {string} */ id) => agents.find((a) => a.id === id)?.name || id;
+    pairForm.hidden = rows === null;
+    lists.pairings.replaceChildren(
+      ...(rows || []).map((pairing) =>
+        h(
+          "li",
+          { class: "conch-row" },
+          h(
+            "div",
+            { class: "conch-row-main" },
+            h("strong", { text: (pairing.agents || []).map(nameOf).join(", ") }),
+            h("span", { class: "conch-small", text: pairing.remote ? "On another computer" : "On this computer" }),
+            pairing.address && h("code", { class: "conch-small", text: pairing.address }),
+            pairing.created && h("span", { class: "conch-small", text: `Paired ${new Date(pairing.created * 1000).toLocaleString()}` }),
+          ),
+          h(
+            "div",
+            { class: "conch-row-actions" },
+            h("button", { type: "button", class: "conch-button conch-quiet", text: "What it said", onclick: () => source.act({ type: "pairing.said", id: pairing.id }) }),
+            confirmButton("Remove", "Remove: it can no longer reach you", () => source.act({ type: "pairing.remove", id: pairing.id })),
+          ),
+        ),
+      ),
+    );
+    const what = source.state.get("said");
+    said.hidden = !what;
+    if (what) {
+      const quiet = { announce: () => {}, stop: () => {} };
+      said.replaceChildren(
+        h(
+          "div",
+          { class: "conch-said-head" },
+          h("h4", { class: "conch-form-title", text: "What it said" }),
+          h("button", { type: "button", class: "conch-button conch-quiet", text: "Close", onclick: () => source.act({ type: "said.close" }) }),
+        ),
+        ...(what.note ? [h("p", { class: "conch-muted", text: what.note })] : []),
+        ...(what.chats || []).map((/** @type {any} */ chat) =>
+          h("ol", { class: "conch-log conch-said-chat" }, ...chat.items.map((/** @type {any} */ item) => drawItem(item, quiet).el)),
+        ),
+      );
+    }
+  }
+
+  /** The address and key, shown once: kept in this view only, never in the saved state. */
+  /** @param {any} made */
+  function showOnce(made) {
+    const text = made.paste || `${made.address}\n${made.key}`;
+    const copy = h("button", { type: "button", class: "conch-button", text: "Copy" });
+    const block = h("pre", { class: "conch-secret", tabindex: 0, text });
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        copy.textContent = "Copied";
+      } catch {
+        const range = document.createRange();
+        range.selectNodeContents(block);
+        window.getSelection()?.removeAllRanges();
+        window.getSelection()?.addRange(range);
+        copy.textContent = "Selected: press Ctrl+C";
+      }
+    });
+    once.replaceChildren(
+      h("strong", { text: "Give this to the other agent. It is shown only this once." }),
+      block,
+      h("div", { class: "conch-small" }, h("span", { text: "Address: " }), h("code", { text: made.address || "" })),
+      ...(made.note ? [h("p", { class: "conch-small", text: made.note })] : []),
+      h(
+        "div",
+        { class: "conch-actions" },
+        copy,
+        h("button", { type: "button", class: "conch-button conch-quiet", text: "Done", onclick: () => { once.hidden = true; once.replaceChildren(); } }),
+      ),
+    );
+    once.hidden = false;
+  }
+
+  function draw() {
+    const section = source.state.get("section") || "agents";
+    const working = source.state.get("working") || "";
+    const unavailable = source.state.get("unavailable") || {};
+    const problem = source.state.get("problem") || {};
+    SECTIONS.forEach(([key], i) => {
+      tabButtons[i].setAttribute("aria-selected", String(key === section));
+      tabButtons[i].tabIndex = key === section ? 0 : -1;
+      panels[key].hidden = key !== section;
+      problems[key].hidden = !problem[key];
+      problems[key].textContent = problem[key] || "";
+      notes[key].hidden = !unavailable[key];
+      notes[key].textContent = unavailable[key] || "";
+    });
+    root.classList.toggle("is-working", Boolean(working));
+    drawAgents();
+    drawOutside();
+    drawPairings();
+  }
+
+  /** @param {any} message */
+  function onMessage(message) {
+    if (message?.type === "pairing.created") showOnce(message);
+    if (message?.type === "done" && message.ok) {
+      if (message.action === "agent.save") form.close();
+      if (message.action === "outside.add") paste.value = ownName.value = "";
+      if (message.action === "pairing.add") {
+        remote.checked = false;
+        for (const box of choices.querySelectorAll("input")) /** @type {HTMLInputElement} */ (box).checked = false;
+      }
+    }
+  }
+
+  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working"];
+  for (const name of traits) source.state.on(`change:${name}`, draw);
+  const unlisten = source.listen(onMessage);
+  draw();
+  return () => {
+    for (const name of traits) source.state.off(`change:${name}`, draw);
+    unlisten();
+    source.close();
+    root.remove();
+  };
+}
+

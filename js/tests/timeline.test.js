@@ -1,0 +1,105 @@
+// The chat folded into items: order, round cards live and folded, the folded line's words.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { ChatState, buildItems, liveItem } from "../timeline.js";
+import { foldedWords, initials } from "../words.js";
+
+const roster = {
+  agents: [{ id: "researcher", name: "Researcher" }, { id: "writer", name: "Writer" }],
+  outside: [{ id: "helper", name: "Helper" }],
+};
+
+function chat() {
+  const state = new ChatState();
+  state.take({ type: "snapshot", conversation: { title: "work/demo.ipynb", messages: [], events: [], roster } });
+  let t = 100;
+  let seq = 0;
+  return {
+    state,
+    message: (id, role, text, more = {}) =>
+      state.take({ type: "message", message: { id, role, text, html: `<p>${text}</p>`, created: ++t, ...more } }),
+    event: (type, data = {}) => state.take({ type: "event", event: { seq: ++seq, type, created: ++t, ...data } }),
+    round: (round) => state.take({ type: "round", round }),
+  };
+}
+
+test("the folded line's words", () => {
+  assert.equal(foldedWords(["Researcher", "Writer", "Researcher"], 3), "Researcher and Writer took turns · 3 replies");
+  assert.equal(foldedWords(["Writer"], 1), "Writer answered · 1 reply");
+  assert.equal(foldedWords(["A", "B", "C"], 4), "A, B and C took turns · 4 replies");
+  assert.equal(foldedWords([], 0), "The round ended before anyone answered");
+  assert.equal(initials("Data Bot"), "DB");
+  assert.equal(initials("writer"), "W");
+});
+
+test("a live round: the card where it began, the floor, the count, the streaming reply as text", () => {
+  const c = chat();
+  c.message("u1", "user", "@Researcher go, @Writer draft");
+  c.event("round.started", { named: ["researcher", "writer"] });
+  c.round({ speaker: "researcher", replies: 0, limit: 8 });
+  c.message("n1", "note", "Researcher's turn", { round: { turn: 1, handed_by: null } });
+  c.message("r1", "agent", "Options", { agent: "researcher", name: "Researcher", round: { turn: 1 } });
+  c.round({ speaker: "writer", replies: 1, limit: 8 });
+  c.message("n2", "note", "Researcher handed over to Writer", { round: { turn: 2, handed_by: "researcher" } });
+  assert.equal(c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "A **plan" }), "live");
+  c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "** for" });
+  const items = buildItems(c.state);
+  assert.deepEqual(items.map((i) => i.kind), ["user", "round", "handover", "agent", "handover"]);
+  const card = items[1];
+  assert.equal(card.state, "live");
+  assert.deepEqual(card.faces.map((f) => f.name), ["Researcher", "Writer"]);
+  assert.deepEqual(card.passes, [[0, 1]]);
+  assert.equal(card.floor, 1);
+  assert.equal(card.line, "Writer is answering · 2 of 8 replies");
+  assert.equal(items[3].html, "<p>Options</p>");
+  assert.deepEqual(liveItem(c.state), {
+    kind: "agent", id: "w1", agent: "writer", name: "Writer",
+    place: "turn 2 · handed over by Researcher", text: "A **plan** for", streaming: true,
+  });
+});
+
+test("an ended round folds to the server's words; an outside agent is marked", () => {
+  const c = chat();
+  c.message("u1", "user", "@Helper look");
+  c.event("round.started", { named: ["helper"] });
+  c.event("round.asking", { agent: "helper" });
+  c.message("o1", "outside", "Found it", { agent: "helper", name: "Helper", round: { turn: 1 } });
+  c.round(null);
+  c.event("round.ended", { turns: 1, reason: "done", words: "Helper answered · 1 reply" });
+  const items = buildItems(c.state);
+  const card = items.find((i) => i.kind === "round");
+  assert.equal(card.state, "folded");
+  assert.equal(card.line, "Helper answered · 1 reply");
+  assert.deepEqual(card.faces, [{ id: "helper", name: "Helper", initials: "H", outside: true }]);
+  assert.equal(items.find((i) => i.kind === "outside").name, "Helper");
+  assert.equal(liveItem(c.state), null);
+});
+
+test("a snapshot after a dropped stream replaces everything: nothing lost, nothing doubled", () => {
+  const c = chat();
+  c.message("u1", "user", "hi");
+  c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "Hel" });
+  const again = {
+    title: "work/demo.ipynb", roster,
+    messages: [{ id: "u1", role: "user", text: "hi", html: "<p>hi</p>", created: 1 }],
+    events: [],
+    streaming: [{ reply: "w1", agent: "writer", text: "Hello, wor" }],
+  };
+  c.state.take({ type: "snapshot", conversation: again });
+  c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "ld" });
+  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1"]);
+  assert.equal(liveItem(c.state)?.text, "Hello, world");
+  c.message("w1", "agent", "Hello, world", { agent: "writer", name: "Writer" });
+  assert.equal(liveItem(c.state), null);
+  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1", "w1"]);
+});
+
+test("a round the server forgot (it restarted) folds once quiet, in words of the view's own", () => {
+  const c = chat();
+  c.event("round.started", { named: ["researcher"] });
+  c.message("r1", "agent", "x", { agent: "researcher", name: "Researcher" });
+  const card = buildItems(c.state)[0];
+  assert.equal(card.state, "folded");
+  assert.equal(card.line, "Researcher answered · 1 reply");
+});

@@ -1,0 +1,49 @@
+// @ts-check
+/**
+ * Conch's notebook view, bundled by esbuild into conch_jupyter/widget/static/widget.js (anywidget
+ * loads it from a blob URL, so the wheel carries one self-contained module and no CDN is used).
+ *
+ * Python owns which chat (or which Settings section) a widget shows. Where the page was served by
+ * the Jupyter server that runs Conch, the view then talks to that server itself (REST and the live
+ * event stream, with the page's own Jupyter auth), so it stays live while the kernel is busy or
+ * gone; elsewhere it falls back to relaying through the kernel.
+ */
+
+import { chatView, directChat, relayedChat } from "./chat-view.js";
+import { ServerApi, pageServer } from "./server.js";
+import { settingsView } from "./settings.js";
+import { directSettings, relayedSettings } from "./settings-source.js";
+
+/** @typedef {import("./chat-view.js").Model} Model */
+
+/**
+ * The page's server, if it runs Conch and knows this chat (a server without Conch, or another
+ * server than the kernel's, answers otherwise: then the kernel relays).
+ * @param {string} probe a path under conch/api/ that must answer
+ * @returns {Promise<ServerApi | null>}
+ */
+async function reachable(probe) {
+  const server = pageServer();
+  if (!server) return null;
+  const api = new ServerApi(server);
+  try {
+    await api.request("GET", probe);
+    return api;
+  } catch {
+    return null;
+  }
+}
+
+export default {
+  /** @param {{model: Model, el: HTMLElement}} props */
+  async render({ model, el }) {
+    if (model.get("view") === "settings") {
+      const api = await reachable("agents");
+      const source = api ? directSettings(api, model.get("section")) : relayedSettings(model);
+      return settingsView(source, el);
+    }
+    const id = String(model.get("conversation_id") || "");
+    const api = id ? await reachable(`conversations/${encodeURIComponent(id)}`) : null;
+    return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
+  },
+};

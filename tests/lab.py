@@ -1,0 +1,128 @@
+"""JupyterLab 4 (and Notebook 7) in a child process, for the browser tests: one way to start it.
+
+`jupyter lab` starts on loopback with a token, its own Jupyter folders and Conch data folder,
+under any base_url, with the offline model slowed down so a round lasts a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Browser, Page
+
+from .jupyter_process import START_DEADLINE, free_port
+
+KERNEL_IDLE = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  return panel?.sessionContext?.session?.kernel?.status === "idle";
+}"""
+# No "get notified about Jupyter news?" toast over the screenshots.
+NO_NEWS = '{"fetchNews": "false"}'
+
+
+@dataclass
+class Lab:
+    url: str  # ends with the base_url
+    token: str
+    log: Path
+    command: list[str]
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(
+            headers={"Authorization": f"token {self.token}"}, trust_env=False, timeout=10
+        )
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"jupyter lab did not start:\n{self.log.read_text()[-4000:]}")
+            try:
+                answer = httpx.get(
+                    f"{self.url}conch/api/agents", params={"token": self.token}, timeout=2
+                )
+                if answer.status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
+
+
+@contextmanager
+def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05) -> Iterator[Lab]:
+    """JupyterLab serving root/work; yields once Conch's API answers, stops it after."""
+    (root / "work").mkdir(exist_ok=True)
+    home = root / "jupyter-home"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
+    }
+    env.update(
+        JUPYTER_PLATFORM_DIRS="1",
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+    )
+    settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
+    port, token = free_port(), "t" + os.urandom(12).hex()
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--port-retries=0",
+        f"--ServerApp.base_url={base_url}",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--ServerApp.root_dir={root / 'work'}",
+        f"--ConchApp.data_dir={root / 'conch'}",
+        f"--ConchApp.offline_delay={offline_delay}",
+    ]
+    lab = Lab(f"http://127.0.0.1:{port}{base_url}", token, root / "lab.log", command, env)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+
+
+def open_notebook(browser: Browser, address: str) -> Page:
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(address)
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    return page
