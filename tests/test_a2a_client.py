@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from conch_jupyter.a2a.outside.cards import card_places, find_agent
-from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host, within
+from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host
 from conch_jupyter.a2a.outside.guard import GuardedTransport
 from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
 
@@ -424,26 +424,3 @@ def test_the_exact_request_a_call_sends(peer: Peer) -> None:
     }
     assert peer.received[-1].headers["authorization"] == f"Bearer {KEY}"
     assert json.dumps(body).count("Only this.") == 1
-
-
-def test_a_stop_that_comes_as_an_answer_arrives_is_never_lost() -> None:
-    """asyncio.wait_for before 3.12 returns the answer and drops the cancellation here."""
-
-    async def race() -> str:
-        answer = asyncio.get_running_loop().create_future()
-
-        async def work() -> int:
-            return int(await answer)
-
-        waiting = asyncio.ensure_future(within(10, work()))
-        for _ in range(3):
-            await asyncio.sleep(0)
-        answer.set_result(1)
-        await asyncio.sleep(0)  # the work is done; the wait has not woken up yet
-        waiting.cancel()  # Stop
-        try:
-            return str(await waiting)
-        except asyncio.CancelledError:
-            return "stopped"
-
-    assert asyncio.run(race()) == "stopped"

@@ -14,17 +14,10 @@ from conch_jupyter.files import StoreError
 from conch_jupyter.providers.base import Price, ProviderConfig
 from conch_jupyter.sealed import SealedFile
 
+from .conftest import Clock
+
 KEY = "sk-test-0a1b2c3d-agents-secret"
 OFFLINE = {"kind": "offline", "model": "scripted"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 1
-        return self.now
 
 
 @pytest.fixture

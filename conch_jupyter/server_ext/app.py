@@ -25,11 +25,14 @@ from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..files import ensure_private_dir
 from ..hub import Hub
+from ..notebook.kernel import NotebookKernels
+from ..notebook.service import NotebookTools
 from ..providers import detect_default_provider
 from ..sealed import SealedFile
 from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
+from ..turn import Turns
 from .handlers import handlers
 from .services import ConchServices
 
@@ -99,15 +102,33 @@ class ConchApp(ExtensionApp):
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
         budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        server = self.serverapp
+        kernels = (
+            NotebookKernels(
+                sessions=server.session_manager,
+                kernels=server.kernel_manager,
+                contents=server.contents_manager,
+            )
+            if server is not None
+            else None
+        )
+        tools = NotebookTools(store=store, hub=hub, kernels=kernels)
+        turns = Turns(
+            store,
+            agents,
+            hub,
+            http,
+            offline_delay=self.offline_delay,
+            retry_delay=self.retry_delay,
+            notebook=tools,
+        )
         rounds = RoundService(
             store=store,
             agents=agents,
             hub=hub,
-            http=http,
+            turns=turns,
             budget=budget,
             clock=time.time,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
             outside=outside,
         )
         kernel_key = secrets.token_urlsafe(32)
@@ -121,15 +142,10 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time),
             peers=PeerService(
-                store=store,
-                agents=agents,
-                http=http,
-                clock=time.time,
-                budget=budget,
-                offline_delay=self.offline_delay,
-                retry_delay=self.retry_delay,
+                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
+            tools=tools,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services

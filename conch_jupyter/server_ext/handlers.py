@@ -23,9 +23,10 @@ from tornado.iostream import StreamClosedError
 
 from ..agents import AgentError
 from ..files import StoreError
+from ..notebook.service import NotAsking
 from ..service import ChatNotFound
 from ..store import NotFound
-from .bodies import AgentIn, AgentPatch, ConversationIn, MessageIn
+from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -73,6 +74,12 @@ class ConchHandler(APIHandler):
                 raise web.HTTPError(404)
         if len(self.request.body or b"") > MAX_BODY_BYTES:
             raise ApiError(413, "too_large", "The body is larger than 1 MB.")
+
+    def the_users_own(self, doing: str) -> None:
+        """Refuse a kernel-key request: every kernel holds that key, and so does every piece of
+        code an agent runs; only the user's own Jupyter auth may say yes or change the mode."""
+        if self.current_user is KERNEL_USER:
+            raise ApiError(403, "only_the_user", f"Only you can {doing}, from your own page.")
 
     def body(self, model: type[B]) -> B:
         try:
@@ -192,7 +199,7 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        conversation = self.conch.store.create_conversation(title=body.title)
+        conversation = self.conch.store.create_conversation(title=body.title, path=body.path)
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
 
 
@@ -201,6 +208,30 @@ class ConversationHandler(ConchHandler):
     @authorized
     def get(self, conversation_id: str) -> None:
         self.reply(self.conch.rounds.conversation_json(conversation_id))
+
+    @web.authenticated
+    @authorized
+    def patch(self, conversation_id: str) -> None:
+        self.the_users_own("change how a chat runs code")
+        body = self.body(ConversationPatch)
+        self.conch.tools.set_mode(conversation_id, body.mode)
+        self.reply(self.conch.rounds.conversation_json(conversation_id))
+
+
+class ToolAnswerHandler(ConchHandler):
+    """The user's yes or no to a run that is asking."""
+
+    @web.authenticated
+    @authorized
+    def post(self, conversation_id: str, call_id: str) -> None:
+        self.the_users_own("let code run")
+        body = self.body(ToolAnswer)
+        self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
+        try:
+            self.conch.tools.answer(conversation_id, call_id, body.run)
+        except NotAsking:
+            raise ApiError(409, "not_asking", "That run is no longer asking.") from None
+        self.reply({"call_id": call_id, "run": body.run})
 
 
 class MessagesHandler(ConchHandler):
@@ -285,6 +316,7 @@ def handlers() -> list[tuple[str, type[APIHandler]]]:
         (chat + r"/messages", MessagesHandler),
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
+        (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
         *door_routes(),
         *outside_routes(),
         (r"conch/api(?:/.*)?", NotFoundHandler),

@@ -191,12 +191,21 @@ def notebook_title(env: Mapping[str, str] | None = None) -> str:
 
 
 def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> str:
-    """The id of this notebook's chat on the server, made the first time it is asked for."""
+    """The id of this notebook's chat on the server, made the first time it is asked for.
+
+    A notebook's chat carries the notebook's path, so its agents work in this kernel; it is
+    found again by that path (several chats may share a notebook: the newest is this one).
+    """
     title = notebook_title(env)
-    mine = [c for c in client.conversations() if c.get("title") == title]
+    path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "").strip() or None
+    mine = [
+        c
+        for c in client.conversations()
+        if c.get("path") == path and (path is not None or c.get("title") == title)
+    ]
     if mine:
         return str(max(mine, key=lambda c: float(c.get("created", 0)))["id"])
-    return str(client.create_conversation(title)["id"])
+    return str(client.create_conversation(title, path)["id"])
 
 
 def this_chat(client: ConchClient | None = None) -> ChatWidget:

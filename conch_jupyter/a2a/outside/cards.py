@@ -14,8 +14,9 @@ import asyncio
 
 import httpx
 
+from ...deadlines import duration, within
 from ..wire import CardInfo, WireError, parse_card
-from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
+from .client import URL_LIMIT, A2AClient, CallFailed, same_host
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 OLD_WELL_KNOWN = "/.well-known/agent.json"

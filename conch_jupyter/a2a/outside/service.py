@@ -26,10 +26,11 @@ from typing import Any
 import httpx
 
 from ...agents import slug_of
+from ...deadlines import duration, within
 from ...sealed import SealedFile
 from ..wire import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
 from .cards import find_agent
-from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
+from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
 from .listing import (
     OutsideAgent,
