@@ -9,6 +9,10 @@
  * so it stays live while the kernel is busy, restarting or gone. The kernel only said which chat.
  * Relay (any other front end): the kernel follows the chat and keeps traits the view draws, and
  * the view's sends and stops go to it as custom messages.
+ *
+ * Agents that work in the notebook: the header's mode switch and the approval blocks are drawn
+ * only where the view talks to the server itself, because only the user's own Jupyter auth may
+ * change the mode or say yes (the kernel's key gets 403 for both).
  */
 
 import { composer } from "./composer.js";
@@ -18,6 +22,7 @@ import { reconcile } from "./reconcile.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
+import { approvals, modeSwitch } from "./tool-views.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike
@@ -29,10 +34,16 @@ import { ChatState, buildItems, liveItem } from "./timeline.js";
  * @typedef {{
  *   state: {get(name: string): any, on(e: string, cb: () => void): void, off(e: string, cb: () => void): void},
  *   send(text: string): void, stop(): void, close(): void,
- * }} Source
+ * } & Partial<import("./tool-views.js").ToolActions>} Source
  */
 
-const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions"];
+const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools"];
+
+/** The tool state the header and the approvals draw. @param {ChatState} chat @returns {import("./tool-views.js").ToolView} */
+function toolView(chat) {
+  const { mode, tainted, switchable } = chat.tools;
+  return { mode, tainted, switchable, approvals: chat.tools.approvals() };
+}
 
 /**
  * A chat followed straight from the server.
@@ -53,6 +64,7 @@ export function directChat(api, conversationId, refused) {
         round_running: chat.round !== null,
         mentions: chat.names.mentions(),
         title: chat.title.split("/").pop() || "",
+        tools: toolView(chat),
       });
     }
     if (itemsChanged || liveChanged) state.update({ live: liveItem(chat) });
@@ -72,6 +84,10 @@ export function directChat(api, conversationId, refused) {
   });
   /** @param {unknown} error */
   const say = (error) => state.update({ problem: error instanceof ConchError ? error.message : String(error) });
+  const redraw = () => {
+    itemsChanged = true;
+    flush();
+  };
   return {
     state,
     async send(text) {
@@ -93,6 +109,30 @@ export function directChat(api, conversationId, refused) {
       } catch (error) {
         say(error);
       }
+    },
+    async setMode(mode) {
+      try {
+        const answer = await api.request("PATCH", path, { mode });
+        chat.tools.mode = answer?.mode || mode;
+        state.update({ problem: "" });
+        redraw();
+      } catch (error) {
+        say(error);
+      }
+    },
+    async answer(callId, run) {
+      try {
+        await api.request("POST", `${path}/tools/${encodeURIComponent(callId)}`, { run });
+      } catch (error) {
+        if (!(error instanceof ConchError && error.status === 409)) {
+          return error instanceof ConchError ? error.message : String(error);
+        }
+        // Answered on another page, skipped by a message or Stop, or ended: said, not thrown.
+        state.update({ problem: `${error.message} (It was answered elsewhere, skipped, or its round ended.)` });
+      }
+      chat.tools.asking.delete(callId);
+      redraw();
+      return "";
     },
     close: stopFollowing,
   };
@@ -125,17 +165,12 @@ export function chatView(model, el, connect) {
   const box = composer({ get: (name) => source.state.get(name) }, (text) => source.send(text));
   source = connect((text) => box.restore(text));
   const state = source.state;
-  const root = h(
-    "div",
-    { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },
-    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title),
-    problem,
-    log,
-    box.el,
-    status,
-  );
-  el.append(root);
-
+  /** @type {import("./tool-views.js").ToolActions} */
+  const actions = {
+    setMode: async (mode) => source.setMode?.(mode),
+    answer: async (callId, run) => (source.answer ? source.answer(callId, run) : "Answer from JupyterLab or Notebook 7."),
+  };
+  const modes = modeSwitch(actions);
   const ctx = {
     /** @param {string} words */
     announce: (words) => {
@@ -143,6 +178,19 @@ export function chatView(model, el, connect) {
     },
     stop: () => source.stop(),
   };
+  const asks = approvals(actions, ctx.announce);
+  const root = h(
+    "div",
+    { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },
+    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el),
+    problem,
+    log,
+    asks.el,
+    box.el,
+    status,
+  );
+  el.append(root);
+
   /** @type {Map<string, import("./items.js").Drawn>} */
   const drawn = new Map();
   /** @type {Map<string, string>} */
@@ -193,6 +241,8 @@ export function chatView(model, el, connect) {
     order.forEach((node, i) => {
       if (log.children[i] !== node) log.insertBefore(node, log.children[i] || null);
     });
+    modes.draw(state.get("tools"));
+    asks.draw(state.get("tools"));
     box.draw();
     toBottom();
     requestAnimationFrame(toBottom); // the first draw may happen before the view is attached
