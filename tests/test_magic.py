@@ -120,7 +120,14 @@ def kernel(server: JupyterProcess) -> Iterator[Kernel]:
     with server.client() as http:
         session = http.post(
             f"{server.url}api/sessions",
-            json={"path": "talk.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+            # JupyterLab sends the name too: the kernel's JPY_SESSION_NAME is then the full
+            # path on disk (the kernel's folder joined with the name), not the API's path.
+            json={
+                "path": "talk.ipynb",
+                "name": "talk.ipynb",
+                "type": "notebook",
+                "kernel": {"name": "python3"},
+            },
         ).json()
     kernel_id = session["kernel"]["id"]
     connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel_id}.json"
@@ -352,3 +359,22 @@ def test_settings_actions_reach_the_server_and_come_back(kernel: Kernel) -> None
     assert state["key_in_traits"] is False  # shown once, never kept in the widget's state
     assert state["said"]["note"] == "It has not said anything yet."
     assert state["pairings"] == []
+
+
+@pytest.mark.parametrize(
+    ("session_name", "root", "path"),
+    [
+        ("/srv/root/dir/a.ipynb", "/srv/root", "dir/a.ipynb"),  # JupyterLab: the full path
+        ("dir/a.ipynb", "/srv/root", "dir/a.ipynb"),  # a session started with no name
+        ("/elsewhere/a.ipynb", "/srv/root", None),  # outside the root: no notebook
+        ("/srv/root/a.ipynb", "", None),  # a server that did not say its root
+        ("", "/srv/root", None),  # no session at all
+    ],
+)
+def test_the_notebooks_path_is_under_the_servers_root(
+    session_name: str, root: str, path: str | None
+) -> None:
+    from conch_jupyter.widget.chat import notebook_path
+
+    env = {"JPY_SESSION_NAME": session_name, "CONCH_ROOT_DIR": root}
+    assert notebook_path(env) == path

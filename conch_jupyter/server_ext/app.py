@@ -38,6 +38,9 @@ from .services import ConchServices
 
 KERNEL_KEY_ENV = "CONCH_KERNEL_KEY"
 SERVER_URL_ENV = "CONCH_SERVER_URL"
+# The server's root, so a kernel can turn the full path Jupyter gives it (JPY_SESSION_NAME)
+# back into its notebook's path under the root, as the API spells it.
+ROOT_DIR_ENV = "CONCH_ROOT_DIR"
 
 
 class ConchApp(ExtensionApp):
@@ -151,6 +154,8 @@ class ConchApp(ExtensionApp):
         self.settings["conch"] = self.services
         # Kernels inherit the server's environment when they start.
         os.environ[KERNEL_KEY_ENV] = kernel_key
+        if server is not None:
+            os.environ[ROOT_DIR_ENV] = str(server.root_dir)
         self._publish_url()
 
     def initialize_handlers(self) -> None:

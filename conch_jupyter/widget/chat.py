@@ -190,6 +190,26 @@ def notebook_title(env: Mapping[str, str] | None = None) -> str:
     return path[-TITLE_LIMIT:] if path else NO_NOTEBOOK_TITLE
 
 
+def notebook_path(env: Mapping[str, str] | None = None) -> str | None:
+    """This kernel's notebook as a path under the server's root (as the API spells it), or None.
+
+    JupyterLab starts a notebook's kernel with JPY_SESSION_NAME set to the notebook's full path
+    on disk (the kernel's folder joined with the notebook's name); the server's root, which
+    Conch gives its kernels, makes it relative again. A path outside the root is no notebook.
+    """
+    env = os.environ if env is None else env
+    path = env.get("JPY_SESSION_NAME", "").strip()
+    if not path or not os.path.isabs(path):
+        return path or None
+    root = env.get("CONCH_ROOT_DIR", "").strip()
+    if not root:
+        return None
+    relative = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    if relative == "." or relative.split(os.sep)[0] == "..":
+        return None
+    return relative.replace(os.sep, "/")
+
+
 def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> str:
     """The id of this notebook's chat on the server, made the first time it is asked for.
 
@@ -197,7 +217,7 @@ def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> s
     found again by that path (several chats may share a notebook: the newest is this one).
     """
     title = notebook_title(env)
-    path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "").strip() or None
+    path = notebook_path(env)
     mine = [
         c
         for c in client.conversations()
