@@ -12,12 +12,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from .browser import chromium, need_chromium, screenshot_path
-from .lab import Lab, open_notebook, running_lab
+from .lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -39,27 +38,16 @@ def jp_server_cleanup() -> None:
     return None
 
 
-def _notebook(*cells: str) -> str:
-    book = nbformat.v4.new_notebook()
-    book.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    book.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    return str(nbformat.writes(book))
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     need_chromium()
     root = tmp_path_factory.mktemp("lab-live")
     work = root / "work"
     work.mkdir()
-    busy = _notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
+    busy = notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
     for name in ("busy-light", "busy-dark", "busy7"):
         (work / f"{name}.ipynb").write_text(busy)
-    (work / "gone.ipynb").write_text(_notebook("%load_ext conch_jupyter", "%conch"))
+    (work / "gone.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
     with running_lab(root, base_url=BASE_URL, offline_delay=0.12) as running:
         yield running
 
@@ -68,32 +56,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def browser() -> Iterator[Browser]:
     with chromium() as running:
         yield running
-
-
-class Console:
-    """Every console error and uncaught exception of a page."""
-
-    def __init__(self, page: Page) -> None:
-        self.errors: list[str] = []
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
-            self.errors.append(message.text)
-
-
-def run_all(page: Page) -> None:
-    # Not awaited: the cells run on while the test watches.
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-
-def set_theme(page: Page, dark: bool) -> None:
-    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
-    page.evaluate(
-        "theme => { window.jupyterapp.commands.execute('apputils:change-theme', {theme}); }", theme
-    )
-    page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'")
 
 
 def stop_and_time_the_fold(page: Page, card: Any) -> float:
