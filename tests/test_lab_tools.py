@@ -88,6 +88,7 @@ def the_run_is_drawn(chat: Locator, count: int, state: str) -> Locator:
     previous = block.locator("xpath=preceding-sibling::li[1]")
     expect(previous).to_have_class("conch-msg conch-agent")
     expect(previous.locator(".conch-who")).to_have_text("Researcher")
+    expect(previous.locator(".conch-md")).to_contain_text("I'll run your code in the notebook.")
     expect(block.locator("details")).not_to_have_attribute("open", "")
     block.locator("summary").click()
     expect(block.locator("pre.conch-code").first).to_have_text(CODE)
