@@ -3,8 +3,9 @@
 An offline agent is given a fenced Python block and proposes to run it in the notebook's own
 kernel: the approval shows the code in full, the user reaches Run with the keyboard, the round
 card says the agent is running code, and the run is drawn as a folded block under the agent's
-reply holding the code and what it printed. The header's mode switch then changes the mode:
-Auto runs the next block without asking; Read refuses it. No console errors.
+reply holding the code and what it printed. Don't run runs nothing. The header's mode switch
+then changes the mode: Auto runs the next block without asking; Read refuses it. No console
+errors.
 """
 
 from __future__ import annotations
@@ -119,6 +120,18 @@ def test_an_agent_proposes_code_the_user_runs_it_and_the_result_is_drawn(
     expect(block.locator("summary")).to_have_text("Researcher · code · ran")
     chat.screenshot(path=screenshot_path(f"{name}-ran"))
 
+    drawn = 1
+    if not dark:
+        # Don't run: nothing runs, the approval goes, and the block says so.
+        ask_to_run(chat, CODE)
+        approval = chat.locator(".conch-approval")
+        expect(approval).to_have_count(1, timeout=60_000)
+        approval.get_by_role("button", name="Don't run").click()
+        expect(approval).to_have_count(0, timeout=10_000)
+        drawn += 1
+        skipped = the_run_is_drawn(chat, drawn, "skipped")
+        expect(skipped.locator("summary")).to_have_text("Researcher · code · not run")
+
     # The header's switch: Auto runs the next block without asking; Read refuses it.
     mode, words, state = (
         ("Read", "Read: agents can read the notebook but not run code.", "refused")
@@ -129,11 +142,11 @@ def test_an_agent_proposes_code_the_user_runs_it_and_the_result_is_drawn(
     expect(modes.get_by_role("button", name=mode)).to_have_attribute("aria-pressed", "true")
     expect(chat.locator(".conch-mode-words")).to_have_text(words)
     ask_to_run(chat, CODE)
-    expect(chat.locator(".conch-round")).to_have_count(2, timeout=30_000)
-    expect(chat.locator(".conch-round").nth(1)).to_have_attribute(
+    expect(chat.locator(".conch-round")).to_have_count(drawn + 1, timeout=30_000)
+    expect(chat.locator(".conch-round").nth(drawn)).to_have_attribute(
         "data-state", "folded", timeout=60_000
     )
-    the_run_is_drawn(chat, 2, state)
+    the_run_is_drawn(chat, drawn + 1, state)
     expect(chat.locator(".conch-approval")).to_have_count(0)
     chat.screenshot(path=screenshot_path(f"{name}-{mode.lower()}"))
     set_theme(page, False)
