@@ -151,6 +151,7 @@ export function toolItem(message, name) {
     agent: String(message.agent || ""),
     name,
     tool,
+    call_id: String(message.call_id || ""),
     state,
     summary: `${name} · ${what} · ${ENDINGS[state] || state}`,
     code: typeof message.code === "string" ? message.code : "",

@@ -36,6 +36,7 @@ def tool_item(message: Item, name: str) -> Item:
         "agent": str(message.get("agent") or ""),
         "name": name,
         "tool": tool,
+        "call_id": str(message.get("call_id") or ""),
         "state": state,
         "summary": f"{name} · {_DOING.get(tool, tool)} · {_ENDINGS.get(state, state)}",
         "code": code if isinstance(code, str) else "",

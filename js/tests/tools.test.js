@@ -82,6 +82,7 @@ test("a tool message as an item: what ran, what came back, how it ended", () => 
     agent: "analyst",
     name: "Analyst",
     tool: "run_code",
+    call_id: "t_1",
     state: "ran",
     summary: "Analyst · code · ran",
     code: "print(42)",
