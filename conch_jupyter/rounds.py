@@ -37,7 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from .talk import and_join, mentions_in, shown_name
+from .mentions import read_mentions
+from .talk import and_join, shown_name
 
 EndReason = Literal[
     "done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"
@@ -199,7 +200,8 @@ class Roster:
     outside: tuple[str, ...] = ()
 
     def is_outside(self, name: str) -> bool:
-        return name in self.outside
+        # Your agent wins a name that both lists hold (a hand-edited file): never ask outside.
+        return name in self.outside and name not in self.ours
 
 
 @dataclass
@@ -305,7 +307,7 @@ class Round:
         self._expect_speaker(event.speaker)
         self._count_reply(event.speaker)
         if self.handing_on:
-            named = mentions_in(event.text, (*self.roster.ours, *self.roster.outside))
+            named = read_mentions(event.text, self.roster.ours, self.roster.outside).named
             outside = tuple(n for n in named if self.roster.is_outside(n))
             if outside:
                 return self._end("outside", named_outside=outside)

@@ -25,6 +25,7 @@ from .deadlines import settle
 from .files import StoreError
 from .history import Said, system_prompt
 from .hub import Hub
+from .mentions import read_mentions, unclear_note
 from .notebook.rules import NOTEBOOK_TOOLS
 from .notebook.service import NotebookTools
 from .render import render_markdown
@@ -47,7 +48,7 @@ from .rounds import (
 )
 from .spend import Budget, loop_refusal, turn_refusal
 from .store import Conversation, Message, Store
-from .talk import mentions_in, outside_refused_note, turn_note
+from .talk import outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
@@ -238,7 +239,10 @@ class RoundService:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
             return
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
-        named = mentions_in(message.text, (*roster.ours, *roster.outside))
+        mentions = read_mentions(message.text, roster.ours, roster.outside)
+        named = mentions.named
+        if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
+            self._note(chat.id, unclear_note(mentions.unclear))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
             self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
@@ -306,7 +310,12 @@ class RoundService:
         try:
             outcome = asking.result()
         except OutsideError as error:
-            self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
+            failed = f"{turn.agent} did not answer: {error.message}"
+            if not error.answered:
+                # Nothing came back at all: the round ends in error, never as if it had answered.
+                log.warning("Conch: chat %s: %s", chat.id, failed)
+                return rnd.handle(ProviderFailed(turn.agent, failed))
+            self._note(chat.id, failed)
             return rnd.handle(OutsideAnswered(turn.agent))
         if outcome.context_id:
             self.store.set_context_id(chat.id, outside_id, outcome.context_id)

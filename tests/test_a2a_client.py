@@ -19,7 +19,8 @@ import pytest
 from conch_jupyter.a2a.outside.cards import card_places, find_agent
 from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host
 from conch_jupyter.a2a.outside.guard import GuardedTransport
-from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
+from conch_jupyter.a2a.reading import CardInfo, parse_outcome
+from conch_jupyter.a2a.wire import Version, send_params
 
 from .a2a_peers import Answer, Hostile, LoopbackOnly, Peer
 
@@ -121,6 +122,33 @@ def test_a_door_card_needs_the_key_and_gets_it(door: Peer) -> None:
         == "wants a key; add it again with its key (HTTP 401 (Unauthorized))"
     )
     assert failure(find(door.address), key="wrong").code == "key"
+
+
+def test_a_403_at_the_address_itself_is_no_card_there() -> None:
+    # What a Jupyter server with allow_unauthenticated_access off answers a GET of an older
+    # door's JSON-RPC address: its own HTML 403 page. The card is in the agent's folder.
+    agent = "/user/ann/a2a/writer"
+    forbidden = Answer(status=403, body=b"<html>403: Forbidden</html>", headers={})
+    other_card = "/other/a2a/x/.well-known/agent-card.json"
+
+    def answer(method: str, path: str, body: Any) -> Answer:
+        if path.rstrip("/") in (agent, other_card):
+            return forbidden
+        if path == agent + "/.well-known/agent-card.json":
+            return _card(f"{server.url}{agent}")
+        return Answer.json({"error": "nothing here"}, status=404)
+
+    server = Hostile(answer)
+    with server:
+        for pasted in (agent, agent + "/"):
+            card, found_at, endpoint = run(find(server.url + pasted), key=KEY)
+            assert card.name == "Hostile"
+            assert str(found_at) == f"{server.url}{agent}/.well-known/agent-card.json"
+            assert str(endpoint) == f"{server.url}{agent}"
+        # Anywhere else a 403 still ends the search: the key was refused there.
+        refused = failure(find(server.url + "/other/a2a/x"), key=KEY)
+    assert refused.code == "key"
+    assert "refused the key" in refused.words
 
 
 # --- calls -------------------------------------------------------------------------------
@@ -420,7 +448,13 @@ def test_the_exact_request_a_call_sends(peer: Peer) -> None:
             "parts": [{"text": "Only this."}],
             "contextId": "ctx-1",
         },
-        "configuration": {"returnImmediately": True},
+        # acceptedOutputModes is optional, but strict 0.3 servers refuse a call without it.
+        "configuration": {
+            "acceptedOutputModes": ["text/plain", "text/markdown"],
+            "returnImmediately": True,
+        },
     }
     assert peer.received[-1].headers["authorization"] == f"Bearer {KEY}"
+    old = send_params("Only this.", version="0.3", message_id="m-1")["configuration"]
+    assert old == {"acceptedOutputModes": ["text/plain", "text/markdown"], "blocking": False}
     assert json.dumps(body).count("Only this.") == 1

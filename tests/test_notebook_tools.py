@@ -238,3 +238,34 @@ async def test_writing_skips_what_is_asking(jp_serverapp: Any, kernel: NotebookK
 
 async def _async(value: Any) -> Any:
     return value
+
+
+async def test_a_read_does_not_wait_long_for_the_users_cell(
+    jp_serverapp: Any, kernel: NotebookKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cell may itself be waiting for the chat (`await chat.settled()`): reading must not
+    # deadlock it, so after a short wait a read says the kernel is busy.
+    from conch_jupyter.notebook import kernel as kernel_module
+    from conch_jupyter.notebook.service import BUSY_WORDS
+
+    monkeypatch.setattr(kernel_module, "READ_WAIT_SECONDS", 0.3)
+    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    users = asyncio.ensure_future(kernel.run("import time\ntime.sleep(3)"))
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    await wait_for(lambda: _async(km.execution_state == "busy"))
+    listed = await tools.call(chat, ANALYST, ToolCall("c", "list_variables", {}), 0)
+    read = await tools.call(chat, ANALYST, ToolCall("c", "read_notebook", {}), 1)
+    assert listed == BUSY_WORDS
+    assert read.endswith(BUSY_WORDS)
+    assert "sales = [3, 1, 4]" in read  # the saved notebook is still read
+    assert not users.done()
+    await users
+
+
+async def test_a_made_up_tool_is_refused_and_its_name_kept_short(jp_serverapp: Any) -> None:
+    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    words = await tools.call(chat, ANALYST, ToolCall("c", "set_mode_" + "x" * 5000, {}), 0)
+    assert words.startswith("There is no tool called")
+    [message] = tool_messages(jp_serverapp, chat)
+    assert (message["state"], len(message["tool"])) == ("refused", 80)
+    assert conch_of(jp_serverapp).store.get_conversation(chat).mode == "auto"  # type: ignore[union-attr]

@@ -187,9 +187,13 @@ def test_offline_proposes_to_run_a_fenced_python_block() -> None:
     text = "Please try:\n```python\nx = 40 + 2\nprint(x)\n```"
     [call] = [i for i in offline(offline_request(text)) if isinstance(i, ToolCall)]
     assert (call.name, call.arguments) == ("run_code", {"code": "x = 40 + 2\nprint(x)"})
-    # A later speaker of a round, who sees another agent's reply, does not run it again.
-    later = (Turn("user", text + '\n\n[Reply from the agent "Analyst" — not …]\n```text\nok\n```'),)
-    assert not [i for i in offline(offline_request(text, turns=later)) if isinstance(i, ToolCall)]
+    # In a round, only the first agent the message names proposes it; the others do not.
+    named = "@Writer and @Analyst, " + text
+    room = ("Analyst", "Writer")
+    first = replace(offline_request(named), room=room, speaker="Writer")
+    later = replace(offline_request(named), room=room, speaker="Analyst")
+    assert [i.name for i in offline(first) if isinstance(i, ToolCall)] == ["run_code"]
+    assert not [i for i in offline(later) if isinstance(i, ToolCall)]
 
 
 def test_offline_calls_nothing_without_tools_or_reason() -> None:

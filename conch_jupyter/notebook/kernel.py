@@ -41,6 +41,9 @@ POLL_SECONDS = 0.1
 # an interrupt.
 ANSWER_SECONDS = 10.0
 SETTLE_SECONDS = 5.0
+# A read waits this long for the user's running cell, then says the kernel is busy: a cell may
+# itself be waiting for the chat (`await chat.settled()`), and reading must not deadlock it.
+READ_WAIT_SECONDS = 5.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # Runs inside the kernel, in a namespace of its own (`ip` is the shell): the user's names,
@@ -79,6 +82,10 @@ _VARIABLES_EXPRESSION = (
 
 class NoKernel(Exception):
     """The chat's notebook has no running kernel (or the chat has no notebook)."""
+
+
+class KernelBusy(Exception):
+    """The user's own cell is still running: a read does not wait for it."""
 
 
 @dataclass(frozen=True)
@@ -159,8 +166,7 @@ class NotebookKernels:
         """name, type, shape or length, short repr — of what the kernel holds."""
         kernel_id = await self._require(path)
         async with self._lock(kernel_id):
-            # Wait first: a new client's handshake would itself queue behind the user's cell.
-            await self._wait_idle(kernel_id, on_state)
+            await self._wait_idle(kernel_id, on_state, READ_WAIT_SECONDS)
             client = await self._client(kernel_id)
             msg_id = client.execute(
                 "",
@@ -180,6 +186,7 @@ class NotebookKernels:
         """The inputs the kernel ran in this session, oldest first (the user's and agents')."""
         kernel_id = await self._require(path)
         async with self._lock(kernel_id):
+            await self._wait_idle(kernel_id, lambda state: None, READ_WAIT_SECONDS)
             client = await self._client(kernel_id)
             msg_id = client.history(
                 raw=True, output=False, hist_access_type="range", session=0, start=1, stop=None
@@ -224,9 +231,14 @@ class NotebookKernels:
             self._clients[kernel_id] = client
         return client
 
-    async def _wait_idle(self, kernel_id: str, on_state: OnState) -> None:
-        told = False
+    async def _wait_idle(
+        self, kernel_id: str, on_state: OnState, limit: float | None = None
+    ) -> None:
+        """Wait for the user's running cell; with a `limit`, raise KernelBusy past it."""
+        started, told = time.monotonic(), False
         while getattr(self.kernels.get_kernel(kernel_id), "execution_state", "idle") == "busy":
+            if limit is not None and time.monotonic() - started > limit:
+                raise KernelBusy(kernel_id)
             if not told:
                 on_state("waiting")
                 told = True

@@ -14,10 +14,10 @@ from typing import Any
 PIECE_LIMIT = 2_000
 
 
-def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | None) -> str:
+def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | str) -> str:
     """The saved cells with their text outputs, then what the kernel ran that is not saved.
 
-    `ran` is the kernel's input history this session (None: no kernel is running).
+    `ran` is the kernel's input history this session, or words saying why it is not known.
     """
     cells = notebook.get("cells") or []
     lines = [f"Notebook {path} as last saved: {len(cells)} cells."]
@@ -33,8 +33,8 @@ def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | None
             shown = "".join(_output(o) for o in cell.get("outputs") or [])
             if shown.strip():
                 lines += ["Output:", _cut(shown.rstrip("\n"))]
-    if ran is None:
-        lines += ["", "The notebook's kernel is not running, so what it ran since is unknown."]
+    if isinstance(ran, str):
+        lines += ["", ran]
         return "\n".join(lines)
     since = [code for code in ran if code.strip() and code.strip() not in saved]
     if since:

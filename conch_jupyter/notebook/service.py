@@ -27,7 +27,7 @@ from typing import Any
 from ..hub import Hub
 from ..providers.base import ToolCall
 from ..store import Conversation, Mode, NotFound, Store
-from .kernel import NoKernel, NotebookKernels
+from .kernel import KernelBusy, NoKernel, NotebookKernels
 from .reading import notebook_text, variables_text
 from .rules import (
     LIST_VARIABLES,
@@ -42,7 +42,9 @@ from .rules import (
     header_words,
 )
 
-CODE_LIMIT = 20_000  # the code shown for a yes, and stored, is cut here
+CODE_LIMIT = 20_000  # the code shown for a yes (and so what runs) is cut here
+NAME_LIMIT = 80
+BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
 
 
 class NotAsking(LookupError):
@@ -160,7 +162,7 @@ class NotebookTools:
             "call_id": call_id,
             "agent": caller.agent,
             "name": caller.name,
-            "tool": call.name,
+            "tool": call.name[:NAME_LIMIT],  # a model's made-up name is kept short
         }
         if call.name == RUN_CODE:
             entry["code"] = code
@@ -210,12 +212,17 @@ class NotebookTools:
                     return "This chat belongs to no notebook, so there is nothing to read.", "ran"
                 notebook = await kernels.notebook(path)
                 try:
-                    ran: list[str] | None = await kernels.history(path)
+                    ran: list[str] | str = await kernels.history(path)
                 except NoKernel:
-                    ran = None
+                    ran = "The notebook's kernel is not running, so what it ran since is unknown."
+                except KernelBusy:
+                    ran = BUSY_WORDS
                 return notebook_text(path, notebook, ran), "ran"
             if tool == LIST_VARIABLES:
-                return variables_text(await kernels.variables(path, on_state)), "ran"
+                try:
+                    return variables_text(await kernels.variables(path, on_state)), "ran"
+                except KernelBusy:
+                    return BUSY_WORDS, "ran"
             result = await kernels.run(path, entry["code"], on_state)
             return result.output, result.ending
         except NoKernel:

@@ -4,6 +4,11 @@ Owns the default agents' answers when no model is configured, so Conch can be tr
 rounds, Stop button and hand-ons demonstrated) anywhere. A reply is a pure function of the
 request — same request, same reply — and says plainly that no model was asked. It streams word
 by word with a small delay so a person can watch it arrive and press Stop.
+
+It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
+asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
+to run it (only the first agent the message names does); once a tool's result is back, it goes
+on with what came back.
 """
 
 from __future__ import annotations
@@ -82,7 +87,6 @@ _PYTHON_BLOCK = re.compile(r"```[ \t]*(?:python|py|ipython)?[ \t]*\n(.*?)```", r
 _ABOUT_THE_NOTEBOOK = re.compile(
     r"\b(notebook|variables?|kernel|cells?|data\s*frames?|df)\b", re.IGNORECASE
 )
-_OTHERS_REPLY = "[Reply from the agent"
 
 
 def offline_tool_call(request: ModelRequest) -> tuple[ToolCall, str] | None:
@@ -91,7 +95,7 @@ def offline_tool_call(request: ModelRequest) -> tuple[ToolCall, str] | None:
     if request.steps or not offered:
         return None
     block = _PYTHON_BLOCK.search(request.user_text)
-    if block and "run_code" in offered and _first_to_answer(request):
+    if block and "run_code" in offered and _first_named(request):
         code = block.group(1).strip("\n")
         return ToolCall(
             "offline_1", "run_code", {"code": code}
@@ -105,7 +109,8 @@ def offline_tool_reply(request: ModelRequest) -> str:
     """The answer once the tools have answered: what came back, quoted and cut short."""
     step = request.steps[-1]
     who = request.speaker or "the offline agent"
-    lines = [LABEL, "", f"I'm **{who}**. Here is what came back:"]
+    # The same reply goes on (its label was said before the call).
+    lines = ["", "", f"I'm **{who}**. Here is what came back:"]
     for call, result in zip(step.calls, step.results, strict=True):
         shown = result if len(result) <= 600 else result[:600] + "…"
         # No live @mentions from a tool's output: it must not hand the floor on.
@@ -114,11 +119,11 @@ def offline_tool_reply(request: ModelRequest) -> str:
     return "\n".join(lines)
 
 
-def _first_to_answer(request: ModelRequest) -> bool:
-    """No other agent has answered the user's message yet (a round's later speakers have)."""
-    last = request.turns[-1].text if request.turns else ""
-    at = last.rfind(request.user_text.strip()) if request.user_text.strip() else -1
-    return at >= 0 and _OTHERS_REPLY not in last[at:]
+def _first_named(request: ModelRequest) -> bool:
+    """The speaker is the first of the room the message names (or it names none of them)."""
+    places = {name: request.user_text.find(f"@{name}") for name in request.room}
+    named = [(at, name) for name, at in places.items() if at >= 0]
+    return not named or min(named)[1] == request.speaker
 
 
 def offline_reply(request: ModelRequest) -> str:

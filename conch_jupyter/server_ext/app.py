@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Unicode
 
@@ -33,7 +34,10 @@ from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
 from ..turn import Turns
-from .handlers import handlers
+from .door_handlers import door_routes
+from .handlers import API_NOT_FOUND, api_routes
+from .outside_handlers import outside_routes
+from .pairing_handlers import pairing_routes
 from .services import ConchServices
 
 KERNEL_KEY_ENV = "CONCH_KERNEL_KEY"
@@ -41,6 +45,17 @@ SERVER_URL_ENV = "CONCH_SERVER_URL"
 # The server's root, so a kernel can turn the full path Jupyter gives it (JPY_SESSION_NAME)
 # back into its notebook's path under the root, as the API spells it.
 ROOT_DIR_ENV = "CONCH_ROOT_DIR"
+
+
+def routes() -> list[tuple[str, type[JupyterHandler]]]:
+    """Every Conch route, relative to base_url: the API (its catch-all last) and the door."""
+    return [
+        *api_routes(),
+        *outside_routes(),
+        *pairing_routes(),
+        API_NOT_FOUND,
+        *door_routes(),
+    ]
 
 
 class ConchApp(ExtensionApp):
@@ -159,7 +174,7 @@ class ConchApp(ExtensionApp):
         self._publish_url()
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers())
+        self.handlers.extend(routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # The port is final only now (port_retries may have moved it).
