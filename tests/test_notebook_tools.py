@@ -269,3 +269,20 @@ async def test_a_made_up_tool_is_refused_and_its_name_kept_short(jp_serverapp: A
     [message] = tool_messages(jp_serverapp, chat)
     assert (message["state"], len(message["tool"])) == ("refused", 80)
     assert conch_of(jp_serverapp).store.get_conversation(chat).mode == "auto"  # type: ignore[union-attr]
+
+
+async def test_stop_keeps_the_cells_the_user_queued_behind_the_agents_run(
+    jp_serverapp: Any, kernel: NotebookKernel
+) -> None:
+    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
+    await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
+    await asyncio.sleep(0.3)
+    queued = asyncio.ensure_future(kernel.run("queued = 'ran'\nqueued"))  # the user's next cell
+    await asyncio.sleep(0.3)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    # The interrupt hit the agent's code only; the user's queued cell was not aborted.
+    assert await queued == {"status": "ok", "output": "'ran'"}
+    assert await kernel.value("queued") == "'ran'"

@@ -82,12 +82,17 @@ class ChatWidget(KernelWidget):
         self.notice = "" if stopped else "No round is running."
 
     async def settled(self, timeout: float = 120.0) -> None:
-        """Wait, without holding the kernel up, until the chat has answered everything."""
+        """Wait until the chat has answered everything — or until it waits for you: a run that
+        asks for your yes, or one waiting for the kernel, which this very cell holds (the cell
+        must end before the agent's code can run in it)."""
         deadline = time.monotonic() + timeout
         await self.acting()  # what was sent from here has reached the server
         while True:
             chat = await self.client().conversation(self.conversation_id)
-            if not chat["busy"]:
+            waiting_for_you = (
+                chat.get("asking") or (chat.get("working") or {}).get("state") == "waiting"
+            )
+            if not chat["busy"] or waiting_for_you:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
