@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from .render import render_markdown
+
 Role = Literal["user", "agent", "outside", "note", "tool"]
 Mode = Literal["ask", "auto", "read"]
 Origin = Literal["user", "peer"]
+# Whose words are drawn as Markdown (a note is Conch's own plain line).
+SEALED_ROLES = ("user", "agent", "outside")
 
 
 def month_start(ts: float) -> float:
@@ -64,6 +68,10 @@ class Message:
         data.update(text=self.text, created=self.created)
         if self.tool is not None:
             data.update(self.tool, output=self.text)
+        if self.role in SEALED_ROLES:
+            # Drawn sealed here, whichever way the message goes out (a snapshot, the live
+            # stream): a view inserts this HTML and never turns anyone's Markdown into DOM.
+            data["html"] = render_markdown(self.text)
         if self.round is not None:
             data["round"] = self.round
         return data

@@ -28,7 +28,6 @@ from .hub import Hub
 from .mentions import read_mentions, unclear_note
 from .notebook.rules import NOTEBOOK_TOOLS
 from .notebook.service import NotebookTools
-from .render import render_markdown
 from .rounds import (
     ROUND_END_WORDS,
     Ask,
@@ -59,9 +58,6 @@ class ChatNotFound(LookupError):
 
 
 # What an outside agent's task state means for you, when it is not a plain answer.
-# Messages whose words are drawn as Markdown (notes are Conch's own plain lines).
-SEALED_ROLES = ("user", "agent", "outside")
-
 OUTSIDE_STATE_WORDS = {
     "TASK_STATE_INPUT_REQUIRED": "{name} needs more from you: mention it again to answer.",
     "TASK_STATE_AUTH_REQUIRED": (
@@ -196,10 +192,6 @@ class RoundService:
         data = message.to_json()
         if message.agent:
             data["name"] = names.get(message.agent, message.agent)
-        if message.role in SEALED_ROLES:
-            # Drawn sealed here, once it settles: a view inserts this HTML and never turns
-            # anyone's Markdown into DOM itself (a reply still streaming is plain text).
-            data["html"] = render_markdown(message.text)
         return data
 
     async def close(self) -> None:

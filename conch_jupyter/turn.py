@@ -62,7 +62,6 @@ from .providers.base import (
     Usage,
     estimate_usage,
 )
-from .render import render_markdown
 from .spend import record_spend
 from .store import Store
 
@@ -203,9 +202,7 @@ class Turns:
                 id=reply.id,
             )
             self.store.set_agent(turn.conversation_id, turn.agent.id)
-            # Drawn sealed here, as every settled reply is (service.py's message_json).
-            html = render_markdown(message.text)
-            data = {**message.to_json(), "name": turn.agent.name, "html": html}
+            data = {**message.to_json(), "name": turn.agent.name}
             self.hub.publish(turn.conversation_id, {"type": "message", "message": data})
         # A request cut off mid-stream (Stop, a deadline, a failure after some text) reported no
         # usage: estimate it. One that failed before saying anything was refused: nothing to bill.

@@ -143,6 +143,8 @@ export function directChat(api, conversationId, refused) {
  * @param {Model} model @returns {Source}
  */
 export function relayedChat(model) {
+  // Ask the kernel for every chunk of a streaming reply: it sends them only to relayed views.
+  model.send({ type: "relay" });
   return {
     state: model,
     send: (text) => model.send({ type: "send", text }),

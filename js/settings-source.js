@@ -121,11 +121,19 @@ export function directSettings(api, section) {
     "outside.add": async (content) => {
       const paste = String(content.paste || "").trim();
       if (!paste) return problem("outside", "Paste the agent's address first.");
+      // A name of your own, else the card's (if it clashes with none of yours).
+      const name = String(content.name || "").trim();
       await act("outside.add", "outside", async () => {
-        await api.request("POST", "outside", { paste });
+        await api.request("POST", "outside", name ? { paste, name } : { paste });
         await load("outside");
       });
     },
+    "outside.rename": (content) =>
+      act("outside.rename", "outside", async () => {
+        const body = { name: String(content.name || "") };
+        await api.request("PATCH", `outside/${encodeURIComponent(content.id)}`, body);
+        await load("outside");
+      }),
     "outside.remove": (content) =>
       act("outside.remove", "outside", async () => {
         await api.request("DELETE", `outside/${encodeURIComponent(content.id)}`);

@@ -1,6 +1,7 @@
 // @ts-check
 /**
- * Settings: your agents (add, edit, remove), outside agents (add by paste, remove, repair), and
+ * Settings: your agents (add, edit, remove), outside agents (add by paste with a name of your
+ * own if you like, rename, remove, repair), and
  * the agents that can talk to yours (pair, show the key once with Copy, remove, What it said).
  *
  * Its state and actions come from a source: straight from the server (settings-source.js's
@@ -186,15 +187,46 @@ export function settingsView(source, el) {
   const paste = /** @type {HTMLTextAreaElement} */ (
     h("textarea", { class: "conch-paste", rows: 2, "aria-label": "Outside agent's address and key", placeholder: "Paste the agent's address (and its key, if you were given one)" })
   );
+  const ownName = /** @type {HTMLInputElement} */ (
+    h("input", { class: "conch-own-name", name: "outside-name", maxlength: 40, "aria-label": "Its name here (optional)", placeholder: "Its name here (optional: else the card's)" })
+  );
   const outsideForm = h(
     "form",
     { class: "conch-form conch-inline", onsubmit: (/** @type {Event} */ e) => {
       e.preventDefault();
-      source.act({ type: "outside.add", paste: paste.value });
+      const name = ownName.value.trim();
+      source.act({ type: "outside.add", paste: paste.value, ...(name ? { name } : {}) });
     } },
     paste,
+    ownName,
     h("button", { type: "submit", class: "conch-button", text: "Add" }),
   );
+
+  /** A name of your own for an outside agent, asked for in its row. @param {any} agent */
+  function renameForm(agent) {
+    const input = /** @type {HTMLInputElement} */ (
+      h("input", { name: "rename", value: agent.name, maxlength: 40, "aria-label": `New name for ${agent.name}` })
+    );
+    const form = h(
+      "form",
+      { class: "conch-inline", hidden: true, onsubmit: (/** @type {Event} */ e) => {
+        e.preventDefault();
+        source.act({ type: "outside.rename", id: agent.id, name: input.value.trim() });
+      } },
+      input,
+      h("button", { type: "submit", class: "conch-button", text: "Save" }),
+    );
+    const open = h("button", {
+      type: "button",
+      class: "conch-button conch-quiet",
+      text: "Rename",
+      onclick: () => {
+        form.hidden = false;
+        input.focus();
+      },
+    });
+    return { form, open };
+  }
   const repair = h("button", {
     type: "button",
     class: "conch-button conch-quiet",
@@ -285,8 +317,9 @@ export function settingsView(source, el) {
     outsideForm.hidden = off;
     repair.hidden = off || !rows.length;
     lists.outside.replaceChildren(
-      ...(rows || []).map((agent) =>
-        h(
+      ...(rows || []).map((agent) => {
+        const rename = renameForm(agent);
+        return h(
           "li",
           { class: "conch-row" },
           disc(agent.name, agent.name.slice(0, 1).toUpperCase(), true),
@@ -297,11 +330,19 @@ export function settingsView(source, el) {
             h("code", { class: "conch-small", text: agent.address }),
             agent.claim && h("span", { class: "conch-claim", text: `It says it's run by ${agent.claim}` }),
             h("span", { class: "conch-small", text: agent.has_key ? "Key kept, sealed" : "No key" }),
+            agent.clashes_with &&
+              h("span", { class: "conch-row-problem", text: `Its name clashes with your agent “${agent.clashes_with}”: a mention goes to your agent. Rename it.` }),
             agent.last_problem && h("span", { class: "conch-row-problem", text: `Last problem: ${agent.last_problem}` }),
+            rename.form,
           ),
-          h("div", { class: "conch-row-actions" }, confirmButton("Remove", `Remove ${agent.name}?`, () => source.act({ type: "outside.remove", id: agent.id }))),
-        ),
-      ),
+          h(
+            "div",
+            { class: "conch-row-actions" },
+            rename.open,
+            confirmButton("Remove", `Remove ${agent.name}?`, () => source.act({ type: "outside.remove", id: agent.id })),
+          ),
+        );
+      }),
     );
   }
 
@@ -411,7 +452,7 @@ export function settingsView(source, el) {
     if (message?.type === "pairing.created") showOnce(message);
     if (message?.type === "done" && message.ok) {
       if (message.action === "agent.save") form.close();
-      if (message.action === "outside.add") paste.value = "";
+      if (message.action === "outside.add") paste.value = ownName.value = "";
       if (message.action === "pairing.add") {
         remote.checked = false;
         for (const box of choices.querySelectorAll("input")) /** @type {HTMLInputElement} */ (box).checked = false;

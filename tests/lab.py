@@ -34,11 +34,44 @@ class Lab:
     url: str  # ends with the base_url
     token: str
     log: Path
+    command: list[str]
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
 
     def client(self) -> httpx.Client:
         return httpx.Client(
             headers={"Authorization": f"token {self.token}"}, trust_env=False, timeout=10
         )
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"jupyter lab did not start:\n{self.log.read_text()[-4000:]}")
+            try:
+                answer = httpx.get(
+                    f"{self.url}conch/api/agents", params={"token": self.token}, timeout=2
+                )
+                if answer.status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
 
 
 @contextmanager
@@ -61,7 +94,6 @@ def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05)
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
     port, token = free_port(), "t" + os.urandom(12).hex()
-    log = root / "lab.log"
     command = [
         sys.executable,
         "-m",
@@ -80,29 +112,12 @@ def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05)
         f"--ConchApp.data_dir={root / 'conch'}",
         f"--ConchApp.offline_delay={offline_delay}",
     ]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}{base_url}"
+    lab = Lab(f"http://127.0.0.1:{port}{base_url}", token, root / "lab.log", command, env)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-4000:]}")
-            try:
-                answer = httpx.get(f"{url}conch/api/agents", params={"token": token}, timeout=2)
-                if answer.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        yield Lab(url, token, log)
+        lab.start()
+        yield lab
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        lab.stop()
 
 
 def open_notebook(browser: Browser, address: str) -> Page:
@@ -127,15 +142,16 @@ def notebook(*cells: str) -> str:
 
 
 class Console:
-    """Every console error and uncaught exception of a page."""
+    """Every console error and uncaught exception of a page (but JupyterLab's own, named)."""
 
-    def __init__(self, page: Page) -> None:
+    def __init__(self, page: Page, ignore: tuple[str, ...] = ()) -> None:
         self.errors: list[str] = []
+        self.ignore = ignore
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
 
     def _console(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
+        if message.type == "error" and not message.text.startswith(self.ignore):
             self.errors.append(message.text)
 
 

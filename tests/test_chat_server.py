@@ -68,6 +68,48 @@ async def test_the_event_stream_shows_a_snapshot_then_deltas_then_the_stored_rep
     assert round_states[-1] is None
 
 
+async def test_a_follower_that_joins_mid_reply_loses_no_words_and_doubles_none(
+    api: Api, models: ScriptedModels, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    """What a view does after its stream dropped: follow again, from a snapshot that carries the
+    words of the reply still streaming (and who is who, and each message drawn sealed)."""
+    chunks = [f"w{n} " for n in range(30)]
+    models.script(Reply(chunks=chunks, delay_per_chunk=0.03))
+    await agent_on(api, "Bot", "openai", models.openai_url)
+    _, chat = await api("POST", "conversations", {})
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat['id']}/events"
+    await api("POST", f"conversations/{chat['id']}/messages", {"text": "@Bot **go**"})
+    for _ in range(200):  # until the reply is under way
+        _, now = await api("GET", f"conversations/{chat['id']}")
+        if now["streaming"] and len(now["streaming"][0]["text"]) > 10:
+            break
+        await asyncio.sleep(0.02)
+    items: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(headers=jp_auth_header, timeout=10) as http,
+        http.stream("GET", url) as response,
+    ):
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                items.append(json.loads(line[5:]))
+                if items[-1]["type"] == "message" and items[-1]["message"]["role"] == "agent":
+                    break
+    snapshot = items[0]["conversation"]
+    [streaming] = snapshot["streaming"]
+    assert streaming["agent"] == "bot"
+    assert 0 < len(streaming["text"]) < len("".join(chunks))
+    later = "".join(i["text"] for i in items if i["type"] == "delta")
+    assert streaming["text"] + later == "".join(chunks)
+    reply = items[-1]["message"]
+    assert reply["id"] == streaming["reply"]
+    assert reply["text"] == "".join(chunks)
+    assert {"id": "bot", "name": "Bot"} in snapshot["roster"]["agents"]
+    assert snapshot["messages"][0]["html"] == "<p>@Bot <strong>go</strong></p>\n"
+    assert reply["html"] == "<p>" + "".join(chunks).strip() + "</p>\n"
+    done = await settled(api, chat["id"])
+    assert done["streaming"] == []
+
+
 async def test_a_kernel_finds_the_server_and_talks_to_it(api: Api, jp_serverapp: Any) -> None:
     """A child process with the environment a kernel inherits uses conch_jupyter.client."""
     code = (

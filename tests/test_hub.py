@@ -46,3 +46,23 @@ async def test_closing_tells_every_follower() -> None:
         assert two.get_nowait() is None
         drained = [one.get_nowait() for _ in range(one.qsize())]
         assert drained[-1] is None
+
+
+def test_the_words_of_a_reply_still_streaming_are_kept_for_the_next_snapshot() -> None:
+    hub = Hub()
+    assert hub.streaming("c1") == []
+    for text in ("Hel", "lo, ", "world"):
+        hub.publish("c1", {"type": "delta", "reply": "m1", "agent": "writer", "text": text})
+    hub.publish("c1", {"type": "delta", "reply": "m2", "agent": "researcher", "text": "Hm"})
+    hub.publish("c2", {"type": "delta", "reply": "m3", "agent": "writer", "text": "elsewhere"})
+    assert hub.streaming("c1") == [
+        {"reply": "m1", "agent": "writer", "text": "Hello, world"},
+        {"reply": "m2", "agent": "researcher", "text": "Hm"},
+    ]
+    # Once a reply is stored (under its reply id) it is a message, no longer streaming.
+    hub.publish("c1", {"type": "message", "message": {"id": "m1", "role": "agent"}})
+    assert [r["reply"] for r in hub.streaming("c1")] == ["m2"]
+    # The round (or lone reply) ended: whatever was left, a reply kept nowhere, is forgotten.
+    hub.publish("c1", {"type": "round", "round": None})
+    assert hub.streaming("c1") == []
+    assert hub.streaming("c2") == [{"reply": "m3", "agent": "writer", "text": "elsewhere"}]

@@ -235,7 +235,7 @@ def test_the_wheel_carries_the_built_view_and_it_loads(venv: Venv) -> None:
     assert static.resolve().is_relative_to(venv.root.resolve())
     built = (static / "widget.js").read_text()
     assert found["esm"] == built
-    assert ".conch-chat" in found["css"]
+    assert ".conch-round" in found["css"]
     assert not re.search(r"^\s*import\s", built, re.M)  # one self-contained module: no CDN
     # It loads: the module imports (outside a browser too) and has anywidget's render.
     node = subprocess.run(

@@ -238,6 +238,7 @@ def test_messages_round_trip_order_and_limit(store: Store) -> None:
         "id": said[0].id,
         "role": "user",
         "text": "one",
+        "html": "<p>one</p>\n",  # drawn sealed, for the view to insert as it is
         "created": said[0].created,
     }
     assert said[1].to_json() == {
@@ -245,6 +246,7 @@ def test_messages_round_trip_order_and_limit(store: Store) -> None:
         "role": "agent",
         "agent": "writer",
         "text": "two",
+        "html": "<p>two</p>\n",
         "created": said[1].created,
         "round": {"turn": 1, "handed_by": None},
     }

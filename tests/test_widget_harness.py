@@ -275,8 +275,9 @@ def update(page: Page, traits: dict[str, Any]) -> None:
 
 
 def sent(page: Page) -> list[dict[str, Any]]:
+    """What the view sent the kernel, after its first word (a chat asks for the relay)."""
     result: list[dict[str, Any]] = page.evaluate("window.model.sent")
-    return result
+    return [m for m in result if m != {"type": "relay"}]
 
 
 REPLY_R = "Options:\n\n- a museum\n- a **film** marathon\n\n@Writer, over to you."
@@ -316,6 +317,9 @@ def pearl_rests_on(page: Page, face_name: str) -> bool:
 
 def test_a_live_round_card_shows_faces_the_pass_and_who_has_the_floor(page: Page) -> None:
     mount(page, two_agent_round().traits())
+    # No Jupyter server behind this page: the kernel relays, and is asked to.
+    expect(page.locator(".conch-chat")).to_have_attribute("data-source", "kernel")
+    assert page.evaluate("window.model.sent") == [{"type": "relay"}]
     round_card = card(page)
     expect(round_card).to_have_attribute("data-state", "live")
     expect(round_card.locator(".conch-face")).to_have_count(2)
@@ -684,6 +688,17 @@ def test_settings_outside_agents_and_a_server_without_them(page: Page) -> None:
     page.locator(".conch-paste").fill("https://other.example/ key abc")
     page.get_by_role("button", name="Add", exact=True).click()
     assert sent(page)[-1] == {"type": "outside.add", "paste": "https://other.example/ key abc"}
+    page.locator(".conch-own-name").fill("Other Desk")  # a name of your own
+    page.get_by_role("button", name="Add", exact=True).click()
+    assert sent(page)[-1]["name"] == "Other Desk"
+    row.get_by_role("button", name="Rename").click()
+    row.get_by_label("New name for Helper").fill("Help Desk")
+    row.get_by_role("button", name="Save").click()
+    assert sent(page)[-1] == {"type": "outside.rename", "id": "helper", "name": "Help Desk"}
+    update(page, {"outside": [{**helper, "clashes_with": "Writer"}]})
+    expect(row.locator(".conch-row-problem").first).to_contain_text(
+        "Its name clashes with your agent “Writer”"
+    )
     page.get_by_role("button", name="Repair everything").click()
     assert sent(page)[-1] == {"type": "outside.repair"}
     page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-outside"))

@@ -53,6 +53,10 @@ class ChatWidget(KernelWidget):
         self._order = asyncio.Lock()
         self._ready = asyncio.Event()
         self._following = running_loop() is not None
+        # Whether a view draws this chat from the kernel's traits (the relay): only then does
+        # each chunk of a streaming reply go to the front end (a view that talks to the server
+        # itself gets them from there; the Python API needs only whole messages).
+        self._relaying = False
         self.spawn(self._follow() if self._following else self._load())
 
     # --- what Python code can do ---
@@ -106,7 +110,12 @@ class ChatWidget(KernelWidget):
     # --- the view's messages ---
 
     def actions(self) -> Mapping[str, Action]:
-        return {"send": self._post, "stop": self._stop, "refresh": self._refresh}
+        return {
+            "send": self._post,
+            "stop": self._stop,
+            "refresh": self._refresh,
+            "relay": self._relay,
+        }
 
     def say_problem(self, words: str) -> None:
         self.problem = words
@@ -138,6 +147,10 @@ class ChatWidget(KernelWidget):
         async with self._order:
             stopped = await self.client().stop(self.conversation_id)
         self.notice = "" if stopped else "No round is running."
+
+    async def _relay(self, _content: dict[str, Any]) -> None:
+        self._relaying = True
+        self.set_trait("live", live_item(self._state))
 
     async def _refresh(self, _content: dict[str, Any]) -> None:
         await self._load()
@@ -173,7 +186,8 @@ class ChatWidget(KernelWidget):
         if item.get("type") == "event" and item["event"].get("type") == "round.ended":
             self.notice = ""
         if changed == "live":
-            self.set_trait("live", live_item(self._state))
+            if self._relaying:
+                self.set_trait("live", live_item(self._state))
         elif changed == "items":
             with self.hold_sync():
                 self.items = build_items(self._state)
