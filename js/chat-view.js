@@ -180,7 +180,7 @@ export function chatView(model, el, connect) {
     },
     stop: () => source.stop(),
   };
-  const asks = approvals(actions, ctx.announce);
+  const asks = approvals(actions, ctx.announce, () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus());
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },

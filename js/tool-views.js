@@ -72,9 +72,12 @@ export function modeSwitch(actions) {
  * The approval blocks: one per run asking for a yes, oldest first, each gone once answered,
  * skipped or ended. Nothing takes the focus from what the person is typing: a new block is
  * announced, and its buttons are next in the tab order after the log.
+ * A block that goes while the focus is in it hands the focus on (to the text box), so a
+ * keyboard user answering with Enter is not left on the page's body.
  * @param {ToolActions} actions @param {(words: string) => void} announce
+ * @param {() => void} refocus
  */
-export function approvals(actions, announce) {
+export function approvals(actions, announce, refocus) {
   const el = h("div", { class: "conch-approvals" });
   /** @type {Map<string, HTMLElement>} */
   const shown = new Map();
@@ -84,16 +87,22 @@ export function approvals(actions, announce) {
     const head = `conch-ask-${uid()}`;
     const who = asking.name || asking.agent || "An agent";
     const said = h("span", { class: "conch-approval-said", role: "status" });
+    let pending = false;
+    // aria-disabled, not disabled: a disabled button drops the focus before the block goes.
+    /** @param {boolean} on */
+    const busy = (on) => {
+      pending = on;
+      for (const button of [run_, no]) button.setAttribute("aria-disabled", String(on));
+    };
     /** @param {boolean} run */
     const answer = async (run) => {
-      run_.setAttribute("disabled", "");
-      no.setAttribute("disabled", "");
+      if (pending) return;
+      busy(true);
       said.textContent = run ? "Running…" : "Not running it…";
       const words = await actions.answer(asking.call_id, run);
       if (words) {
         said.textContent = words;
-        run_.removeAttribute("disabled");
-        no.removeAttribute("disabled");
+        busy(false);
       }
     };
     const run_ = h("button", { type: "button", class: "conch-button conch-run", text: "Run", onclick: () => answer(true) });
@@ -114,7 +123,9 @@ export function approvals(actions, announce) {
     const ids = new Set(wanted.map((a) => a.call_id));
     for (const [id, node] of shown) {
       if (!ids.has(id)) {
+        const focused = node.contains(document.activeElement);
         node.remove();
+        if (focused) refocus();
         shown.delete(id);
       }
     }

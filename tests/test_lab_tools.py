@@ -79,6 +79,8 @@ def approve_with_the_keyboard(page: Page, chat: Locator, name: str) -> None:
         "Researcher is running code", timeout=10_000
     )
     expect(approval).to_have_count(0)
+    # The focus was in the block that went: it moves on to the text box.
+    expect(chat.locator(".conch-input")).to_be_focused()
 
 
 def answered_elsewhere(page: Page, chat: Locator, lab: Lab) -> None:
