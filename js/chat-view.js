@@ -9,6 +9,10 @@
  * so it stays live while the kernel is busy, restarting or gone. The kernel only said which chat.
  * Relay (any other front end): the kernel follows the chat and keeps traits the view draws, and
  * the view's sends and stops go to it as custom messages.
+ *
+ * Agents that work in the notebook: the header's mode switch and the approval blocks are drawn
+ * only where the view talks to the server itself, because only the user's own Jupyter auth may
+ * change the mode or say yes (the kernel's key gets 403 for both).
  */
 
 import { composer } from "./composer.js";
@@ -18,6 +22,7 @@ import { reconcile } from "./reconcile.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
+import { approvals, modeSwitch } from "./tool-views.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike
@@ -29,13 +34,19 @@ import { ChatState, buildItems, liveItem } from "./timeline.js";
  * @typedef {{
  *   state: {get(name: string): any, on(e: string, cb: () => void): void, off(e: string, cb: () => void): void},
  *   send(text: string): void, stop(): void, close(): void,
- * }} Source
+ * } & Partial<import("./tool-views.js").ToolActions>} Source
  */
 
-const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions"];
+const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools"];
+
+/** The tool state the header and the approvals draw. @param {ChatState} chat @returns {import("./tool-views.js").ToolView} */
+function toolView(chat) {
+  const { mode, tainted, switchable } = chat.tools;
+  return { mode, tainted, switchable, approvals: chat.tools.approvals() };
+}
 
 /**
- * @typedef {{chat: ChatState, state: Store, stop: () => void, views: number}} Followed
+ * @typedef {{chat: ChatState, state: Store, stop: () => void, redraw: () => void, views: number}} Followed
  */
 
 /**
@@ -66,6 +77,7 @@ function followed(api, conversationId) {
         round_running: chat.round !== null,
         mentions: chat.names.mentions(),
         title: chat.title.split("/").pop() || "",
+        tools: toolView(chat),
       });
     }
     if (itemsChanged || liveChanged) state.update({ live: liveItem(chat) });
@@ -83,7 +95,12 @@ function followed(api, conversationId) {
       state.update({ problem: words });
     },
   });
-  const entry = { chat, state, stop, views: 1 };
+  // After a change made here (a mode, an answered approval) rather than by the stream.
+  const redraw = () => {
+    itemsChanged = true;
+    flush();
+  };
+  const entry = { chat, state, stop, redraw, views: 1 };
   FOLLOWED.set(key, entry);
   return entry;
 }
@@ -99,6 +116,7 @@ export function directChat(api, conversationId, refused) {
   const path = `conversations/${encodeURIComponent(conversationId)}`;
   /** @param {unknown} error */
   const say = (error) => state.update({ problem: error instanceof ConchError ? error.message : String(error) });
+  const { redraw } = entry;
   let closed = false;
   return {
     state,
@@ -130,6 +148,30 @@ export function directChat(api, conversationId, refused) {
         entry.stop();
         FOLLOWED.delete(`${api.base}${conversationId}`);
       }
+    },
+    async setMode(mode) {
+      try {
+        const answer = await api.request("PATCH", path, { mode });
+        chat.tools.mode = answer?.mode || mode;
+        state.update({ problem: "" });
+        redraw();
+      } catch (error) {
+        say(error);
+      }
+    },
+    async answer(callId, run) {
+      try {
+        await api.request("POST", `${path}/tools/${encodeURIComponent(callId)}`, { run });
+      } catch (error) {
+        if (!(error instanceof ConchError && error.status === 409)) {
+          return error instanceof ConchError ? error.message : String(error);
+        }
+        // Answered on another page, skipped by a message or Stop, or ended: said, not thrown.
+        state.update({ problem: `${error.message} (It was answered elsewhere, skipped, or its round ended.)` });
+      }
+      chat.tools.asking.delete(callId);
+      redraw();
+      return "";
     },
   };
 }
@@ -163,17 +205,12 @@ export function chatView(model, el, connect) {
   const box = composer({ get: (name) => source.state.get(name) }, (text) => source.send(text));
   source = connect((text) => box.restore(text));
   const state = source.state;
-  const root = h(
-    "div",
-    { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },
-    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title),
-    problem,
-    log,
-    box.el,
-    status,
-  );
-  el.append(root);
-
+  /** @type {import("./tool-views.js").ToolActions} */
+  const actions = {
+    setMode: async (mode) => source.setMode?.(mode),
+    answer: async (callId, run) => (source.answer ? source.answer(callId, run) : "Answer from JupyterLab or Notebook 7."),
+  };
+  const modes = modeSwitch(actions);
   const ctx = {
     /** @param {string} words */
     announce: (words) => {
@@ -181,6 +218,19 @@ export function chatView(model, el, connect) {
     },
     stop: () => source.stop(),
   };
+  const asks = approvals(actions, ctx.announce, () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus());
+  const root = h(
+    "div",
+    { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },
+    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el),
+    problem,
+    log,
+    asks.el,
+    box.el,
+    status,
+  );
+  el.append(root);
+
   /** @type {Map<string, import("./items.js").Drawn>} */
   const drawn = new Map();
   /** @type {Map<string, string>} */
@@ -231,6 +281,8 @@ export function chatView(model, el, connect) {
     order.forEach((node, i) => {
       if (log.children[i] !== node) log.insertBefore(node, log.children[i] || null);
     });
+    modes.draw(state.get("tools"));
+    asks.draw(state.get("tools"));
     box.draw();
     toBottom();
     requestAnimationFrame(toBottom); // the first draw may happen before the view is attached

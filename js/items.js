@@ -1,13 +1,15 @@
 // @ts-check
 /**
  * The chat's items as elements: your messages, agents' replies under their dividers, an outside
- * agent's answer in its own quieter frame, handover lines and Conch's notes; and the reply that
- * is still streaming, drawn as plain text that grows by appending (sealed HTML once it settles).
+ * agent's answer in its own quieter frame, handover lines and Conch's notes, a tool call's folded
+ * block (tool-views.js); and the reply that is still streaming, drawn as plain text that grows
+ * by appending (sealed HTML once it settles).
  */
 
 import { disc, h } from "./dom.js";
 import { paragraphPieces, textChange } from "./reconcile.js";
 import { roundCard } from "./round-card.js";
+import { toolBlock } from "./tool-views.js";
 
 /**
  * @typedef {{kind: string, id: string, [key: string]: any}} Item
@@ -57,7 +59,7 @@ export function messageItem(item) {
       disc(item.name, (item.name || "?").slice(0, 1).toUpperCase()),
       h("span", { class: "conch-who", text: item.name }),
       item.place && h("span", { class: "conch-place", text: item.place }),
-      item.streaming && h("span", { class: "conch-typing", text: "answering…" }),
+      item.streaming && h("span", { class: "conch-typing", text: item.doing || "answering…" }),
     ),
     body(item),
   );
@@ -66,6 +68,7 @@ export function messageItem(item) {
 /** @param {Item} item @param {Context} ctx @returns {Drawn} */
 export function drawItem(item, ctx) {
   if (item.kind === "round") return roundCard(/** @type {any} */ (item), ctx);
+  if (item.kind === "tool") return { el: toolBlock(item) };
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
   }
@@ -130,6 +133,9 @@ export class StreamingReply {
       this.block = null;
       this.shown = "";
     }
+    // What the agent does with a tool now ("running code") changes in place.
+    const typing = this.el.querySelector(".conch-typing");
+    if (typing && typing.textContent !== (item.doing || "answering…")) typing.textContent = item.doing || "answering…";
     const change = textChange(this.shown, text);
     if ("replace" in change) {
       this.text?.replaceChildren();

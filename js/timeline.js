@@ -4,8 +4,9 @@
  *
  * ChatState takes the event stream's items one by one (a snapshot, then messages, events, reply
  * deltas and the live round state); buildItems turns it into what the view draws: your messages,
- * each agent's reply under its divider, handover lines, outside answers, Conch's notes, and a
- * round card where each round began. Pure: no DOM, no network (tested with node --test).
+ * each agent's reply under its divider, handover lines, outside answers, Conch's notes, a
+ * round card where each round began, and each tool call's block under the reply it belongs to
+ * (tools.js). Pure: no DOM, no network (tested with node --test).
  *
  * A round card's picture comes from the log alone: the faces are everyone named or heard in it,
  * and each pass of the floor is a change of speaker between one reply and the next (round.asking
@@ -16,6 +17,7 @@
  * and the Python API); tests/test_view_js.py checks both draw the same items from one stream.
  */
 
+import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
 import { and, foldedWords, initials } from "./words.js";
 
 /**
@@ -76,6 +78,8 @@ export class ChatState {
     this.live = new Map();
     this.names = new Names();
     this.title = "";
+    // The notebook tools: mode, taint, what asks for a yes, what works now (tools.js).
+    this.tools = new ToolState();
   }
 
   /**
@@ -85,6 +89,7 @@ export class ChatState {
    * @param {Item} item
    */
   take(item) {
+    const tools = this.tools.take(item);
     switch (item?.type) {
       case "snapshot": {
         const chat = item.conversation || {};
@@ -128,6 +133,8 @@ export class ChatState {
         this.busy = true;
         return "live";
       }
+      case "working": // the round card's line and the streaming reply say what the agent does
+        return tools ? "items" : "";
       default:
         return "";
     }
@@ -209,7 +216,7 @@ export function buildItems(state, { userLabel = "You" } = {}) {
     const latest = index === cards.length - 1;
     items[place] = cardItem(each, state, latest && each.end === null);
   });
-  return items;
+  return underReplies(items);
 }
 
 /** @param {Item} message @param {Names} names @param {string} userLabel @returns {Item} */
@@ -222,11 +229,7 @@ function messageItem(message, names, userLabel) {
   const html = String(message.html || "");
   if (message.role === "user") return { kind: "user", id, who: userLabel, html };
   const agent = String(message.agent || "");
-  if (message.role === "tool") {
-    // A tool call's log: plain text, never Markdown.
-    const call = Object.fromEntries(["tool", "call_id", "code", "state"].map((k) => [k, message[k] ?? null]));
-    return { kind: "tool", id, agent, name: names.name(agent), ...call, output: String(message.text || "") };
-  }
+  if (message.role === "tool") return toolItem(message, names.name(agent));
   const item = { id, agent, name: names.name(agent), html };
   if (message.role === "outside") return { kind: "outside", ...item };
   return { kind: "agent", ...item, place: placeWords(place, names) };
@@ -274,8 +277,10 @@ function cardItem(card, state, latestOpen) {
       const face = faces[floor];
       const answering = face.name + (face.outside ? " (outside agent)" : "");
       const count = `${Number(rnd.replies || 0) + 1} of ${rnd.limit ?? 8} replies`;
-      line = `${answering} is answering · ${count}`;
       announce = `${answering} is answering`;
+      const working = state.tools.working;
+      if (working && String(working.agent) === floorId) announce = workingWords(working, face.name);
+      line = `${announce} · ${count}`;
       picture += ` ${face.name} has the floor.`;
     } else {
       line = announce = card.speakers.length ? "The round is ending" : "The round is starting";
@@ -307,5 +312,15 @@ export function liveItem(state) {
     place: placeWords(place, state.names),
     text: reply.text,
     streaming: true,
+    ...doing(state, agent),
   };
+}
+
+/**
+ * What a streaming reply's agent is doing with a tool now ("Analyst is running code"), if anything.
+ * @param {ChatState} state @param {string} agent @returns {{doing?: string}}
+ */
+function doing(state, agent) {
+  const working = state.tools.working;
+  return working && String(working.agent) === agent ? { doing: workingWords(working, state.names.name(agent)) } : {};
 }

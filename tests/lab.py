@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Browser, Page
+import nbformat
+from playwright.sync_api import Browser, ConsoleMessage, Page
 
 from .jupyter_process import START_DEADLINE, free_port
 
@@ -126,3 +127,42 @@ def open_notebook(browser: Browser, address: str) -> Page:
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     return page
+
+
+def notebook(*cells: str) -> str:
+    """A notebook of code cells with the python3 kernelspec, as text to write."""
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    book.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    return str(nbformat.writes(book))
+
+
+class Console:
+    """Every console error and uncaught exception of a page (but JupyterLab's own, named)."""
+
+    def __init__(self, page: Page, ignore: tuple[str, ...] = ()) -> None:
+        self.errors: list[str] = []
+        self.ignore = ignore
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type == "error" and not message.text.startswith(self.ignore):
+            self.errors.append(message.text)
+
+
+def run_all(page: Page) -> None:
+    # Not awaited: the cells run on while the test watches.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def set_theme(page: Page, dark: bool) -> None:
+    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
+    page.evaluate(
+        "theme => { window.jupyterapp.commands.execute('apputils:change-theme', {theme}); }", theme
+    )
+    page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'")

@@ -12,12 +12,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from .browser import chromium, need_chromium, screenshot_path
-from .lab import Lab, open_notebook, running_lab
+from .lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -39,32 +38,21 @@ def jp_server_cleanup() -> None:
     return None
 
 
-def _notebook(*cells: str) -> str:
-    book = nbformat.v4.new_notebook()
-    book.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    book.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    return str(nbformat.writes(book))
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     need_chromium()
     root = tmp_path_factory.mktemp("lab-live")
     work = root / "work"
     work.mkdir()
-    busy = _notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
+    busy = notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
     for name in ("busy-light", "busy-dark", "busy7"):
         (work / f"{name}.ipynb").write_text(busy)
     sleeping = "import time\ntime.sleep(60)"
     (work / "settings.ipynb").write_text(
-        _notebook("%load_ext conch_jupyter", "%conch pairings", sleeping)
+        notebook("%load_ext conch_jupyter", "%conch pairings", sleeping)
     )
     for name in ("gone", "words"):
-        (work / f"{name}.ipynb").write_text(_notebook("%load_ext conch_jupyter", "%conch"))
+        (work / f"{name}.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
     with running_lab(root, base_url=BASE_URL, offline_delay=0.12) as running:
         yield running
 
@@ -80,20 +68,6 @@ def browser() -> Iterator[Browser]:
 JUPYTERLAB_ON_SHUTDOWN = ("Could not restore the debugger state",)
 
 
-class Console:
-    """Every console error and uncaught exception of a page (but JupyterLab's own, named)."""
-
-    def __init__(self, page: Page, ignore: tuple[str, ...] = ()) -> None:
-        self.errors: list[str] = []
-        self.ignore = ignore
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type == "error" and not message.text.startswith(self.ignore):
-            self.errors.append(message.text)
-
-
 def cookie_auth_only(page: Page) -> None:
     """Take the token out of the page's config (JupyterLab read it already), so the view must
     authenticate as it does under JupyterHub: the login cookie, and `_xsrf` as X-XSRFToken."""
@@ -103,19 +77,6 @@ def cookie_auth_only(page: Page) -> None:
           el.textContent = JSON.stringify({...JSON.parse(el.textContent), token: ""});
         }"""
     )
-
-
-def run_all(page: Page) -> None:
-    # Not awaited: the cells run on while the test watches.
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-
-def set_theme(page: Page, dark: bool) -> None:
-    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
-    page.evaluate(
-        "theme => { window.jupyterapp.commands.execute('apputils:change-theme', {theme}); }", theme
-    )
-    page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'")
 
 
 def stop_and_time_the_fold(page: Page, card: Any) -> float:

@@ -53,7 +53,8 @@ def test_the_views_jsdoc_types_check() -> None:
 
 
 # One stream, as the server sends it: a round with a handover, an outside answer, a reply
-# still streaming; then the round ends.
+# still streaming while its agent runs code (a tool call, drawn under the reply once it settles);
+# then the round ends.
 ROSTER = {
     "agents": [{"id": "researcher", "name": "Researcher"}, {"id": "writer", "name": "Writer"}],
     "outside": [{"id": "helper", "name": "Helper"}],
@@ -65,7 +66,7 @@ def _stream() -> list[dict[str, Any]]:
 
     def message(mid: str, role: str, text: str, **more: Any) -> dict[str, Any]:
         body = {"id": mid, "role": role, "text": text, "created": float(next(t)), **more}
-        if role != "note":
+        if role not in ("note", "tool"):
             body["html"] = f"<p>{text}</p>"
         return {"type": "message", "message": body}
 
@@ -76,6 +77,8 @@ def _stream() -> list[dict[str, Any]]:
         }
 
     snapshot = {"title": "work/a.ipynb", "messages": [], "events": [], "roster": ROSTER}
+    call = {"call_id": "t_1", "agent": "writer", "name": "Writer", "tool": "run_code"}
+    call["code"] = "print(2 + 2)"
     return [
         {"type": "snapshot", "conversation": snapshot},
         message("u1", "user", "@Researcher go, @Helper look, @Writer draft"),
@@ -90,7 +93,10 @@ def _stream() -> list[dict[str, Any]]:
         message("n2", "note", "Writer's turn", round={"turn": 3, "handed_by": "researcher"}),
         {"type": "delta", "reply": "w1", "agent": "writer", "text": "A *plan"},
         {"type": "delta", "reply": "w1", "agent": "writer", "text": "* for"},
+        {"type": "working", "working": {**call, "state": "running"}},
         "check",
+        message("k1", "tool", "4", round={"turn": 3}, output="4", state="ran", **call),
+        {"type": "working", "working": None},
         message("w1", "agent", "A *plan* for", agent="writer", name="Writer", round={"turn": 3}),
         message("n3", "note", "You stopped it."),
         message(
@@ -139,6 +145,8 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
     javascript = json.loads(ran.stdout)
     assert javascript == python
     assert python[0]["live"]["text"] == "A *plan* for"
+    assert python[0]["live"]["doing"] == "Writer is running code"
+    assert python[0]["items"][1]["line"] == "Writer is running code · 3 of 8 replies"
     assert [i["kind"] for i in python[1]["items"]] == [
         "user",
         "round",
@@ -147,9 +155,16 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "outside",
         "handover",
         "agent",
+        "tool",
         "note",
         "tool",
         "tool",
     ]
     assert python[1]["items"][-2]["code"] == "1 + 2"
-    assert python[1]["items"][-1]["state"] is None
+    assert python[1]["items"][-1]["state"] == ""
+    tool = python[1]["items"][-4]
+    assert (tool["summary"], tool["code"], tool["output"]) == (
+        "Writer · code · ran",
+        "print(2 + 2)",
+        "4",
+    )

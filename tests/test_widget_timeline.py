@@ -214,6 +214,7 @@ def test_a_tool_call_is_its_own_plain_item_never_markdown() -> None:
         "agent": "r",
         "name": "Researcher",
         **call,
+        "summary": "Researcher · code · ran",
         "output": "**x**\n",
     }
     assert "html" not in tool  # printed output is never drawn as Markdown

@@ -2,7 +2,8 @@
 
 Owns the chat widget's state (ChatState takes the event stream's items one by one) and the pure
 step from that state to the items the view draws: your messages, each agent's reply under its
-divider, handover lines, outside answers, Conch's notes, and a round card where each round began.
+divider, handover lines, outside answers, Conch's notes, a round card where each round began,
+and each tool call's block under the reply it belongs to (tools.py).
 No I/O here: a settled message carries its Markdown drawn sealed by the server (render.py), and
 a reply still streaming is plain text. This is the kernel's mirror of the view's js/timeline.js
 (for the relay and the Python API); tests/test_view_js.py checks both draw the same items.
@@ -20,6 +21,7 @@ from itertools import pairwise
 from typing import Any, cast
 
 from ..rounds import EndReason, end_words
+from .tools import tool_item, under_replies, working_words
 
 Item = dict[str, Any]
 
@@ -61,6 +63,7 @@ class ChatState:
     live: dict[str, Item] = field(default_factory=dict)  # reply id -> {agent, text}
     names: Names = field(default_factory=Names)
     title: str = ""
+    working: Item | None = None  # the tool call at work now (the round card says so)
 
     def take(self, item: Item) -> str:
         """Take one item of the event stream; say what changed: "items", "live" or ""."""
@@ -71,6 +74,7 @@ class ChatState:
             self.events = {e["seq"]: e for e in chat.get("events", [])}
             self.round, self.busy = chat.get("round"), bool(chat.get("busy"))
             self.title = str(chat.get("title") or "")
+            self.working = chat.get("working")
             roster = chat.get("roster")
             if roster is not None:  # who is who, carried by the snapshot
                 self.names.ours = {a["id"]: a["name"] for a in roster.get("agents", [])}
@@ -103,6 +107,9 @@ class ChatState:
             reply["text"] += item.get("text", "")
             self.busy = True
             return "live"
+        if kind == "working":
+            self.working = item.get("working")
+            return "items"
         return ""
 
     def _heard(self, message: Item) -> None:
@@ -170,7 +177,7 @@ def build_items(state: ChatState, *, user_label: str = "You") -> list[Item]:
     for index, (each, place) in enumerate(cards):
         latest = index == len(cards) - 1
         items[place] = _card_item(each, state, live=latest and each.end is None)
-    return items
+    return under_replies(items)
 
 
 def _message_item(message: Item, names: Names, user_label: str) -> Item:
@@ -187,10 +194,7 @@ def _message_item(message: Item, names: Names, user_label: str) -> Item:
         return {"kind": "user", "id": mid, "who": user_label, "html": html}
     agent = str(message.get("agent") or "")
     if role == "tool":
-        # A tool call's log: drawn as plain text (monospace, folded), never as Markdown.
-        call = {k: message.get(k) for k in ("tool", "call_id", "code", "state")}
-        return {"kind": "tool", "id": mid, "agent": agent, "name": names.name(agent), **call,
-                "output": str(message.get("text", ""))}  # fmt: skip
+        return tool_item(message, names.name(agent))
     item: Item = {"id": mid, "agent": agent, "name": names.name(agent), "html": html}
     if role == "outside":
         return {"kind": "outside", **item}
@@ -239,7 +243,11 @@ def _card_item(card: _Card, state: ChatState, *, live: bool) -> Item:
             face = faces[floor]
             answering = face["name"] + (" (outside agent)" if face["outside"] else "")
             count = f"{int(rnd.get('replies', 0)) + 1} of {rnd.get('limit', 8)} replies"
-            line, announce = f"{answering} is answering · {count}", f"{answering} is answering"
+            announce = f"{answering} is answering"
+            working = state.working
+            if working and str(working.get("agent")) == floor_id:
+                announce = working_words(working, face["name"])
+            line = f"{announce} · {count}"
             picture += f" {face['name']} has the floor."
         else:
             line = announce = "The round is ending" if card.speakers else "The round is starting"
@@ -265,6 +273,12 @@ def live_item(state: ChatState) -> Item | None:
     agent = str(reply.get("agent") or "")
     notes = [m for m in state.messages.values() if m.get("role") == "note" and m.get("round")]
     place = notes[-1]["round"] if notes and state.round is not None else {}
+    working = state.working
+    doing = (
+        {"doing": working_words(working, state.names.name(agent))}
+        if working and str(working.get("agent")) == agent
+        else {}
+    )
     return {
         "kind": "outside" if agent in state.names.outside else "agent",
         "id": reply_id,
@@ -273,4 +287,5 @@ def live_item(state: ChatState) -> Item | None:
         "place": _place_words(place, state.names),
         "text": str(reply["text"]),
         "streaming": True,
+        **doing,
     }

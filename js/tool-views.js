@@ -1,0 +1,166 @@
+// @ts-check
+/**
+ * What agents that work in the notebook look like in the chat (issue 14): the header's mode
+ * switch (Ask / Auto / Read) with its words, an approval block for each run asking for the
+ * user's yes (the code in full, monospace, with Run and Don't run), and a tool message as a
+ * quiet block under the agent's reply, folded, holding what ran and what came back.
+ *
+ * Code and output are only ever text here (textContent): an agent's code and what it printed
+ * are shown, never turned into DOM.
+ */
+
+import { h, uid } from "./dom.js";
+import { MODES, modeWords } from "./tools.js";
+
+/**
+ * @typedef {import("./tools.js").Asking} Asking
+ * @typedef {import("./tools.js").Mode} Mode
+ * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[]}} ToolView
+ * @typedef {{
+ *   setMode(mode: Mode): Promise<void>,
+ *   answer(callId: string, run: boolean): Promise<string>,
+ * }} ToolActions
+ */
+
+/**
+ * The header's mode switch and the words beside it. Only the user's own page changes the mode
+ * (the server refuses the kernel's key), so where the view relays through the kernel it is
+ * not drawn.
+ * @param {ToolActions} actions
+ */
+export function modeSwitch(actions) {
+  const id = `conch-mode-${uid()}`;
+  /** @type {Map<Mode, HTMLElement>} */
+  const buttons = new Map();
+  const group = h("div", { class: "conch-modes", role: "group", "aria-label": "How agents run code", "aria-describedby": id });
+  for (const { mode, label } of MODES) {
+    const button = h("button", {
+      type: "button",
+      class: "conch-mode",
+      "data-mode": mode,
+      "aria-pressed": "false",
+      text: label,
+      onclick: () => {
+        if (button.getAttribute("aria-pressed") !== "true") actions.setMode(mode);
+      },
+    });
+    buttons.set(mode, button);
+    group.append(button);
+  }
+  const words = h("span", { class: "conch-mode-words", id });
+  const el = h("div", { class: "conch-mode-bar" }, group, words);
+  el.hidden = true;
+
+  /** @param {ToolView | undefined} view */
+  function draw(view) {
+    el.hidden = !view;
+    if (!view) return;
+    for (const [mode, button] of buttons) {
+      button.setAttribute("aria-pressed", String(mode === view.mode));
+      if (view.switchable) button.removeAttribute("disabled");
+      else button.setAttribute("disabled", "");
+    }
+    const said = modeWords(view.mode, view.tainted);
+    words.textContent = said.words;
+    el.classList.toggle("is-guarded", said.guarded);
+    el.dataset.mode = view.mode;
+  }
+  return { el, draw };
+}
+
+/**
+ * The approval blocks: one per run asking for a yes, oldest first, each gone once answered,
+ * skipped or ended. Nothing takes the focus from what the person is typing: a new block is
+ * announced, and its buttons are next in the tab order after the log.
+ * A block that goes while the focus is in it hands the focus on (to the text box), so a
+ * keyboard user answering with Enter is not left on the page's body.
+ * @param {ToolActions} actions @param {(words: string) => void} announce
+ * @param {() => void} refocus
+ */
+export function approvals(actions, announce, refocus) {
+  const el = h("div", { class: "conch-approvals" });
+  /** @type {Map<string, HTMLElement>} */
+  const shown = new Map();
+
+  /** @param {Asking} asking */
+  function block(asking) {
+    const head = `conch-ask-${uid()}`;
+    const who = asking.name || asking.agent || "An agent";
+    const said = h("span", { class: "conch-approval-said", role: "status" });
+    let pending = false;
+    // aria-disabled, not disabled: a disabled button drops the focus before the block goes.
+    /** @param {boolean} on */
+    const busy = (on) => {
+      pending = on;
+      for (const button of [run_, no]) button.setAttribute("aria-disabled", String(on));
+    };
+    /** @param {boolean} run */
+    const answer = async (run) => {
+      if (pending) return;
+      busy(true);
+      said.textContent = run ? "Running…" : "Not running it…";
+      const words = await actions.answer(asking.call_id, run);
+      if (words) {
+        said.textContent = words;
+        busy(false);
+      }
+    };
+    const run_ = h("button", { type: "button", class: "conch-button conch-run", text: "Run", onclick: () => answer(true) });
+    const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: "Don't run", onclick: () => answer(false) });
+    const code = h("pre", { class: "conch-code", tabindex: "0", "aria-label": "The code" }, h("code", { text: asking.code || "" }));
+    return h(
+      "section",
+      { class: "conch-approval", "aria-labelledby": head, "data-call": asking.call_id },
+      h("div", { class: "conch-approval-head", id: head }, h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"),
+      code,
+      h("div", { class: "conch-approval-bar" }, run_, no, said),
+    );
+  }
+
+  /** @param {ToolView | undefined} view */
+  function draw(view) {
+    const wanted = view ? view.approvals : [];
+    const ids = new Set(wanted.map((a) => a.call_id));
+    for (const [id, node] of shown) {
+      if (!ids.has(id)) {
+        const focused = node.contains(document.activeElement);
+        node.remove();
+        if (focused) refocus();
+        shown.delete(id);
+      }
+    }
+    for (const asking of wanted) {
+      if (shown.has(asking.call_id)) continue;
+      const node = block(asking);
+      shown.set(asking.call_id, node);
+      el.append(node);
+      announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
+    }
+    el.hidden = shown.size === 0;
+  }
+  return { el, draw };
+}
+
+/**
+ * A tool message: a quiet, folded block under the agent's reply — what ran, what came back,
+ * how it ended.
+ * @param {{[key: string]: any}} item
+ */
+export function toolBlock(item) {
+  const parts = [];
+  if (item.code) parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
+  parts.push(
+    h("div", { class: "conch-tool-label", text: "What came back" }),
+    h("pre", { class: "conch-code conch-tool-output", tabindex: "0", text: item.output || "(nothing)" }),
+  );
+  return h(
+    "li",
+    { class: "conch-tool", "data-state": item.state, "data-tool": item.tool },
+    h(
+      "details",
+      {},
+      h("summary", { class: "conch-tool-summary" }, h("span", { class: "conch-tool-mark", "aria-hidden": "true" }), h("span", { text: item.summary })),
+      h("div", { class: "conch-tool-body" }, ...parts),
+    ),
+  );
+}

@@ -1,0 +1,188 @@
+// @ts-check
+/**
+ * Agents that work in the notebook, as the view follows them (issue 14): the chat's mode and
+ * taint, the runs asking for the user's yes, the call at work now, and a tool message as a chat
+ * item. Pure: no DOM, no network (tested with node --test); timeline.js folds it into the chat.
+ *
+ * The kernel-side mirror of the items and words here is in conch_jupyter/widget/timeline.py;
+ * tests/test_view_js.py checks both draw the same items from one stream.
+ */
+
+/**
+ * @typedef {{[key: string]: any}} Item
+ * @typedef {"ask" | "auto" | "read"} Mode
+ * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string}} Asking
+ * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
+ */
+
+/** @type {{mode: Mode, label: string}[]} the header's switch, in its order */
+export const MODES = [
+  { mode: "ask", label: "Ask" },
+  { mode: "auto", label: "Auto" },
+  { mode: "read", label: "Read" },
+];
+
+/**
+ * What the chat's header says about running code (the server's notebook/rules.py header_words
+ * says the same to other clients). Once someone else's words are in the chat, Auto asks again.
+ * @param {string} mode @param {boolean} tainted
+ * @returns {{words: string, guarded: boolean}}
+ */
+export function modeWords(mode, tainted) {
+  if (mode === "read") return { words: "Read: agents can read the notebook but not run code.", guarded: false };
+  if (mode === "auto" && tainted) return { words: "Asking again: an outside agent's words are in this chat.", guarded: true };
+  if (mode === "auto") return { words: "Auto: agents run code without asking.", guarded: false };
+  return { words: "Ask: every run waits for your yes.", guarded: false };
+}
+
+/** The chat's tool state as followed: mode, taint, what asks, what works. */
+export class ToolState {
+  constructor() {
+    /** @type {Mode} */
+    this.mode = "ask";
+    this.tainted = false;
+    // A door chat's mode is not the user's to change (the server answers 404).
+    this.switchable = true;
+    /** @type {Map<string, Asking>} call_id → the run waiting for a yes, oldest first */
+    this.asking = new Map();
+    /** @type {Working | null} */
+    this.working = null;
+  }
+
+  /**
+   * Take one item of the event stream; say whether the tool state changed.
+   * @param {Item} item
+   */
+  take(item) {
+    switch (item?.type) {
+      case "snapshot": {
+        const chat = item.conversation || {};
+        this.mode = modeOf(chat.mode);
+        this.tainted = Boolean(chat.tainted) || (chat.messages || []).some((/** @type {Item} */ m) => m.role === "outside");
+        this.switchable = (chat.origin || "user") === "user";
+        this.asking = new Map((chat.asking || []).map((/** @type {Asking} */ a) => [String(a.call_id), a]));
+        this.working = chat.working || null;
+        return true;
+      }
+      case "message":
+        // An outside agent's answer taints the chat: from here Auto asks again.
+        if (item.message?.role !== "outside" || this.tainted) return false;
+        this.tainted = true;
+        return true;
+      case "event": {
+        const event = item.event || {};
+        if (event.type === "mode.changed") this.mode = modeOf(event.mode);
+        else if (event.type === "tool.asking") this.asking.set(String(event.call_id), askingOf(event));
+        else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
+        else return false;
+        return true;
+      }
+      case "working": {
+        this.working = item.working || null;
+        // A call that works on is no longer asking: it was answered, here or on another page.
+        if (this.working && this.working.state !== "asking") this.asking.delete(String(this.working.call_id));
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** The runs to show an approval for, oldest first. @returns {Asking[]} */
+  approvals() {
+    return [...this.asking.values()].filter((a) => a.tool === "run_code");
+  }
+}
+
+/** @param {unknown} mode @returns {Mode} */
+function modeOf(mode) {
+  return mode === "auto" || mode === "read" ? mode : "ask";
+}
+
+/** @param {Item} event @returns {Asking} */
+function askingOf(event) {
+  const { call_id, agent, name, tool, code } = event;
+  return { call_id: String(call_id), agent: String(agent || ""), name, tool: String(tool || ""), code };
+}
+
+/**
+ * What the agent with the floor is doing, for the round card's line and the streaming reply:
+ * "Analyst is running code", "Analyst is waiting for the kernel"; "" when no call works.
+ * @param {Working | null} working @param {string} name the agent's name as people see it
+ */
+export function workingWords(working, name) {
+  if (!working) return "";
+  if (working.state === "asking") return `${name} is waiting for your yes`;
+  if (working.state === "waiting") return `${name} is waiting for the kernel`;
+  if (working.tool === "run_code") return `${name} is running code`;
+  if (working.tool === "read_notebook") return `${name} is reading the notebook`;
+  if (working.tool === "list_variables") return `${name} is looking at the variables`;
+  return `${name} is using a tool`;
+}
+
+/** @type {Record<string, string>} how a call ended, in words */
+const ENDINGS = {
+  ran: "ran",
+  failed: "failed",
+  skipped: "not run",
+  refused: "refused",
+  timeout: "stopped after 60 s",
+};
+
+/** @type {Record<string, string>} */
+const DOING = {
+  run_code: "code",
+  read_notebook: "read the notebook",
+  list_variables: "listed the variables",
+};
+
+/**
+ * A tool message as a chat item: what ran, what came back, how it ended (drawn folded).
+ * @param {Item} message @param {string} name the agent's name
+ * @returns {Item}
+ */
+export function toolItem(message, name) {
+  const tool = String(message.tool || "");
+  const state = String(message.state || "");
+  const what = DOING[tool] || tool;
+  return {
+    kind: "tool",
+    id: String(message.id),
+    agent: String(message.agent || ""),
+    name,
+    tool,
+    call_id: String(message.call_id || ""),
+    state,
+    summary: `${name} · ${what} · ${ENDINGS[state] || state}`,
+    code: typeof message.code === "string" ? message.code : "",
+    output: String(message.output ?? message.text ?? ""),
+  };
+}
+
+/**
+ * Tool items moved under the reply they belong to: a turn's calls are logged before its reply
+ * is stored, so each run of tool items goes after the next reply of the same agent (while that
+ * reply still streams, they stay where they are, above it).
+ * @param {Item[]} items @returns {Item[]}
+ */
+export function underReplies(items) {
+  /** @type {Item[]} */
+  const out = [];
+  /** @type {Item[]} */
+  let held = [];
+  for (const item of items) {
+    if (item.kind === "tool") {
+      if (held.length && held[0].agent !== item.agent) out.push(...held.splice(0));
+      held.push(item);
+      continue;
+    }
+    if (held.length && item.kind === "agent" && item.agent === held[0].agent) {
+      out.push(item, ...held.splice(0));
+      continue;
+    }
+    // Anything else first means the reply never came (a turn stopped before it said a word).
+    out.push(...held.splice(0));
+    out.push(item);
+  }
+  return [...out, ...held];
+}
