@@ -27,8 +27,8 @@ from dataclasses import dataclass
 # benchmarks/ is on sys.path: it is the running script's folder.
 from _machine import code_line, load_line, machine_line, summarize
 
-from conch_jupyter import talk
-from conch_jupyter.talk import mentions_in
+from conch_jupyter import mentions, talk
+from conch_jupyter.mentions import mentions_in
 
 MESSAGE_CHARS = talk.QUOTE_LIMIT
 
@@ -137,7 +137,7 @@ def reference_find_loop(text: str, names: Sequence[str]) -> list[str]:
 
 def ours_new_roster(text: str, names: Sequence[str]) -> list[str]:
     """mentions_in as on the first message after the roster changed: its pattern is built."""
-    talk._mention_pattern.cache_clear()
+    mentions._mention_pattern.cache_clear()
     re.purge()
     return mentions_in(text, names)
 

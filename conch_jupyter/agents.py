@@ -1,9 +1,9 @@
 """Your agents: the list kept in `<data_dir>/agents/agents.json`, and which model key is whose.
 
-Owns the agent name rules, ids (a slug of the name, fixed at creation so chats and pairings that
-name an agent keep working after a rename), the stored file's shape, and the link to each agent's
-model key. Keys live only in the sealed `models.secrets.json` (keyed by agent id), never in
-agents.json, never in `to_public()` or a repr.
+Owns your agents as Conch sees them, their ids (a slug of the name, fixed at creation so chats
+and pairings that name an agent keep working after a rename; the name rules are names.py), and
+the link to each agent's model key (the file's shape is agents_file.py). Keys live only in the
+sealed `models.secrets.json` (keyed by agent id), never in agents.json, `to_public()` or a repr.
 
 Two views of an agent: `to_public()` is for its owner (it includes the private instructions);
 `card_view()` is the most any other agent may see (name and persona).
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import pydantic
 
+from .agents_file import AgentsFile, StoredAgent, StoredProvider
 from .files import (
     Stamp,
     StoreError,
@@ -32,13 +32,10 @@ from .files import (
     file_stamp,
     read_json,
 )
-from .providers.base import Price, ProviderConfig, ProviderKind
+from .names import first_clash, same_name, slug_of, trimmed_name
+from .providers.base import Price, ProviderConfig
 from .sealed import SealedFile
 
-NAME_MAX = 40
-PERSONA_MAX = 2_000
-INSTRUCTIONS_MAX = 20_000
-_NAME_MARKS = " -_."
 _CHANGEABLE = frozenset({"name", "persona", "instructions", "provider", "price", "api_key"})
 
 # The two agents a first start makes, so "@Researcher find options, @Writer draft it" just works.
@@ -57,130 +54,14 @@ class AgentError(Exception):
         self.message = message
 
 
-def _is_part_of_word(ch: str, first: bool) -> bool:
-    # Combining marks are letters' parts in many scripts (Devanagari, Thai), never a start.
-    return ch.isalpha() or ch.isdecimal() or (not first and unicodedata.category(ch)[0] == "M")
-
-
-def name_problem(name: str) -> str | None:
-    """Why `name` (already trimmed) cannot be an agent's name, or None when it can."""
-    if not name:
-        return "Give the agent a name."
-    if len(name) > NAME_MAX:
-        return f"A name can be at most {NAME_MAX} characters long (this one has {len(name)})."
-    for ch in name:
-        if not (_is_part_of_word(ch, first=False) or ch in _NAME_MARKS):
-            shown = f"“{ch}”" if ch.isprintable() else f"U+{ord(ch):04X}"
-            return (
-                "A name can only hold letters, digits, spaces, “-”, “_” and “.”: "
-                f"{shown} is not allowed."
-            )
-    if not _is_part_of_word(name[0], first=True):
-        return "A name must start with a letter or a digit."
-    return None
-
-
 def check_name(name: object) -> str:
     """The name trimmed and normalised (NFC), or AgentError invalid_name."""
     if not isinstance(name, str):
         raise AgentError("invalid_name", "A name must be text.")
     try:
-        return _trimmed_name(name)
+        return trimmed_name(name)
     except ValueError as e:
         raise AgentError("invalid_name", str(e)) from None
-
-
-def _trimmed_name(name: str) -> str:
-    name = unicodedata.normalize("NFC", name.strip())
-    problem = name_problem(name)
-    if problem:
-        raise ValueError(problem)
-    return name
-
-
-def slug_of(name: str) -> str:
-    """The id a name gives: lowercase, separators → "-", repeats collapsed, ends trimmed."""
-    chars = []
-    for ch in unicodedata.normalize("NFC", name.strip()).lower():
-        if ch in _NAME_MARKS:
-            chars.append("-")
-        elif _is_part_of_word(ch, first=False):
-            chars.append(ch)
-    slug = "-".join(part for part in "".join(chars).split("-") if part)
-    return slug or "agent"
-
-
-# -- the stored file (pydantic: it is an edge, and people may edit it by hand) -----------------
-
-
-def _stored_id(value: str) -> str:
-    if slug_of(value) != value or len(value) > 60:
-        raise ValueError(f"“{value}” is not an agent id (lowercase words joined by “-”).")
-    return value
-
-
-def _at_most(limit: int) -> pydantic.AfterValidator:
-    def check(value: str) -> str:
-        if len(value) > limit:
-            raise ValueError(f"at most {limit:,} characters (this one has {len(value):,})")
-        return value
-
-    return pydantic.AfterValidator(check)
-
-
-def _web_address(value: str | None) -> str | None:
-    if not value or not value.strip():
-        return None
-    if not value.startswith(("http://", "https://")):
-        raise ValueError("The provider's address must start with http:// or https://.")
-    return value.strip()
-
-
-_Dollars = Annotated[float, pydantic.Field(ge=0, allow_inf_nan=False)]
-
-
-class StoredProvider(pydantic.BaseModel):
-    kind: ProviderKind
-    model: Annotated[str, pydantic.BeforeValidator(lambda v: "" if v is None else v)] = ""
-    base_url: Annotated[str | None, pydantic.AfterValidator(_web_address)] = None
-
-
-class StoredPrice(pydantic.BaseModel):
-    input_per_mtok: _Dollars = 0.0  # dollars per million tokens
-    output_per_mtok: _Dollars = 0.0
-
-
-class StoredAgent(pydantic.BaseModel):
-    # Fields a later Conch adds survive a rewrite by this one.
-    model_config = pydantic.ConfigDict(extra="allow")
-
-    id: Annotated[str, pydantic.AfterValidator(_stored_id)]
-    name: Annotated[str, pydantic.AfterValidator(_trimmed_name)]
-    persona: Annotated[str, _at_most(PERSONA_MAX)] = ""
-    instructions: Annotated[str, _at_most(INSTRUCTIONS_MAX)] = ""
-    provider: StoredProvider
-    price: StoredPrice | None = None
-    created: float
-
-
-class AgentsFile(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="allow")
-
-    version: Literal[1]
-    agents: list[StoredAgent] = []
-
-    @pydantic.model_validator(mode="after")
-    def _unique(self) -> AgentsFile:
-        ids: set[str] = set()
-        names: set[str] = set()
-        for agent in self.agents:
-            if agent.id in ids:
-                raise ValueError(f"two agents have the id “{agent.id}”")
-            if agent.name.casefold() in names:
-                raise ValueError(f"two agents are named “{agent.name}” (ignoring case)")
-            ids.add(agent.id)
-            names.add(agent.name.casefold())
-        return self
 
 
 # -- the agents as the rest of Conch sees them ---------------------------------------------------
@@ -295,10 +176,6 @@ class AgentStore:
             if agent.id == agent_id:
                 return agent
         raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
-
-    def find_by_name(self, name: str) -> Agent | None:
-        wanted = unicodedata.normalize("NFC", name.strip()).casefold()
-        return next((a for a in self.list() if a.name.casefold() == wanted), None)
 
     def has_key(self, agent_id: str) -> bool:
         return self.get(agent_id).has_key
@@ -424,21 +301,23 @@ class AgentStore:
         return self._validated(fields), api_key if api_key is not None else carried
 
     def _free_name(self, file: AgentsFile, name: object, keep: str | None) -> str:
+        """`name` checked, or AgentError name_taken: no two of your agents read alike, and none
+        clashes with an outside agent (names.py)."""
         name = check_name(name)
         for agent in file.agents:
-            if agent.id != keep and agent.name.casefold() == name.casefold():
+            if agent.id != keep and same_name(agent.name, name):
                 raise AgentError(
                     "name_taken",
-                    f"An agent named “{agent.name}” already exists "
-                    "(names are compared ignoring case).",
+                    f"An agent named “{agent.name}” already exists (names are compared ignoring "
+                    "case, width, accents and invisible characters, and by how they look).",
                 )
-        for other in self._other_names():
-            if other.casefold() == name.casefold():
-                raise AgentError(
-                    "name_taken",
-                    f"An outside agent is already called “{other}”: a mention must say whom it "
-                    "means, so pick another name.",
-                )
+        hit = first_clash(name, self._other_names())
+        if hit:
+            raise AgentError(
+                "name_taken",
+                f"“{name}” {hit[1]} the name of the outside agent “{hit[0]}”: a mention must say "
+                "whom it means, so pick another name (or rename the outside agent).",
+            )
         return name
 
     @staticmethod

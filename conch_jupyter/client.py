@@ -282,8 +282,14 @@ class AsyncConchClient:
     async def outside(self) -> list[dict[str, Any]]:
         return _rows(await self._call("GET", "outside"), "outside")
 
-    async def add_outside(self, paste: str) -> dict[str, Any]:
-        return await self._call("POST", "outside", {"paste": paste})
+    async def add_outside(self, paste: str, name: str | None = None) -> dict[str, Any]:
+        """Add an outside agent; `name` is yours to give (needed when its card's name clashes
+        with one of your agents')."""
+        body = {"paste": paste} if name is None else {"paste": paste, "name": name}
+        return await self._call("POST", "outside", body)
+
+    async def rename_outside(self, outside_id: str, name: str) -> dict[str, Any]:
+        return await self._call("PATCH", _path("outside", outside_id), {"name": name})
 
     async def delete_outside(self, outside_id: str) -> None:
         await self._call("DELETE", _path("outside", outside_id))

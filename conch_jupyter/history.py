@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .providers.base import Turn
+from .rounds import ROUND_LIMITS
 from .talk import quote_agent, quote_note, quote_outside, room_prompt
 
 # Enough context for a conversation, bounded so a long chat cannot blow up a request.
@@ -42,7 +43,11 @@ def system_prompt(
         parts.append(f"About you: {persona.strip()}")
     if instructions.strip():
         parts.append(f"Your instructions from the user:\n{instructions.strip()}")
-    parts.append(room_prompt(speaker=speaker, room=room, outside=outside, in_round=in_round))
+    parts.append(
+        room_prompt(
+            speaker=speaker, room=room, outside=outside, in_round=in_round, limits=ROUND_LIMITS
+        )
+    )
     return "\n\n".join(parts)
 
 

@@ -21,6 +21,10 @@ Rules (spec 0112, "A round"):
 - The user is never locked out: UserWrote ends the round once the running reply is in; Stop ends
   it at once. A provider failure ends it with "error"; a turn the chat's own spending limits
   refuse ends it with "spend".
+- Ended while you were waiting: after Stop, the outcome of the turn that was running still
+  arrives (the reply kept so far, its spend, the outside answer or failure). It changes nothing,
+  and the answer is the End that Stop decided, so the driver never checks the phase itself.
+- Why a round ended is an EndReason; ROUND_END_WORDS says it in words, end_words sums it up.
 
 Nothing here imports asyncio, tornado or httpx; there is no clock or id source inside. An event
 that does not fit the current phase raises RoundError and changes nothing.
@@ -33,11 +37,62 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from .talk import ROUND_LIMITS, RoundLimits, mentions_in
+from .mentions import read_mentions
+from .talk import and_join, shown_name
 
 EndReason = Literal[
     "done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"
 ]
+
+
+@dataclass(frozen=True)
+class RoundLimits:
+    """What one round may use: replies, replies per speaker, swaps between two, metered $."""
+
+    replies: int = 8
+    per_speaker: int = 3
+    loop_swaps: int = 5
+    spend_usd: float = 1.0
+
+
+# Constants, not settings. The total of replies bounds loops of any length: a per-pair ping-pong
+# counter let a three-agent loop run 398 sends over ten hours (OpenClaw issue #37842).
+ROUND_LIMITS = RoundLimits()
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.0f}" if amount == int(amount) else f"${amount:.2f}"
+
+
+# Why a round ended, in words, only when it is worth saying: a round that simply finished
+# (done) says nothing more.
+ROUND_END_WORDS: dict[EndReason, str | None] = {
+    "done": None,
+    "replies": f"it reached {ROUND_LIMITS.replies} replies",
+    "speaker": f"an agent had already answered {ROUND_LIMITS.per_speaker} times",
+    "loop": "two agents kept passing it back and forth",
+    "spend": f"it reached its {_usd(ROUND_LIMITS.spend_usd)} spending limit",
+    "you": "you wrote",
+    "stopped": "you stopped it",
+    "outside": "only you can send to an outside agent",
+    "error": "something went wrong",
+}
+
+
+def end_words(speakers: Sequence[str], replies: int, reason: EndReason) -> str:
+    """The folded round card's one line, e.g. "Researcher and Writer took turns · 4 replies"."""
+    if reason not in ROUND_END_WORDS:
+        raise ValueError(f"unknown round end reason: {reason!r}")
+    if replies < 0:
+        raise ValueError("replies cannot be negative")
+    why = ROUND_END_WORDS[reason]
+    if replies == 0:
+        return "The round ended before anyone answered" + (f": {why}" if why else "")
+    who = list(dict.fromkeys(shown_name(s) for s in speakers))  # each speaker once, in order
+    took_turns = f"{and_join(who) or 'The agents'} took turns"
+    head = f"{who[0]} answered" if len(who) == 1 else took_turns
+    count = "1 reply" if replies == 1 else f"{replies} replies"
+    return f"{head} · {count}" + (f" · ended: {why}" if why else "")
 
 
 class RoundError(Exception):
@@ -145,7 +200,8 @@ class Roster:
     outside: tuple[str, ...] = ()
 
     def is_outside(self, name: str) -> bool:
-        return name in self.outside
+        # Your agent wins a name that both lists hold (a hand-edited file): never ask outside.
+        return name in self.outside and name not in self.ours
 
 
 @dataclass
@@ -174,12 +230,18 @@ class Round:
     _swaps: Counter[frozenset[str]] = field(default_factory=Counter)
     _order: list[str] = field(default_factory=list)
     _last: str | None = None
+    _stopped_turn: str | None = None  # who had the floor when Stop came
 
     # --- reading the state ---
 
     @property
     def waiting(self) -> list[str]:
         return [w.name for w in self._queue]
+
+    @property
+    def taking_turns(self) -> bool:
+        """Whether a turn is running: the user's writing and Stop act on the round only then."""
+        return self.phase in ("speaking", "asking")
 
     @property
     def speakers(self) -> tuple[str, ...]:
@@ -213,6 +275,8 @@ class Round:
     ) -> Decision: ...
     def handle(self, event: Event) -> Decision | None:
         """Take one event; the next decision, or None for events that only note something."""
+        if self.phase == "ended" and self._outcome_after_stop(event):
+            return None if isinstance(event, SpendRecorded) else self.ended
         if self.phase in ("new", "ended"):
             raise RoundError(f"{type(event).__name__} arrived while the round is {self.phase}")
         if isinstance(event, SpendRecorded):
@@ -224,6 +288,7 @@ class Round:
             self.ending_for_user = True
             return None
         if isinstance(event, Stop):
+            self._stopped_turn = self.speaker
             if event.kept and self.phase == "speaking" and self.speaker is not None:
                 self._count_reply(self.speaker)
             return self._end("stopped")
@@ -242,7 +307,7 @@ class Round:
         self._expect_speaker(event.speaker)
         self._count_reply(event.speaker)
         if self.handing_on:
-            named = mentions_in(event.text, (*self.roster.ours, *self.roster.outside))
+            named = read_mentions(event.text, self.roster.ours, self.roster.outside).named
             outside = tuple(n for n in named if self.roster.is_outside(n))
             if outside:
                 return self._end("outside", named_outside=outside)
@@ -253,6 +318,18 @@ class Round:
         return self._next()
 
     # --- the rules ---
+
+    def _outcome_after_stop(self, event: Event) -> bool:
+        """Whether `event` is the outcome of the turn Stop cut short ("ended while waiting")."""
+        if self._stopped_turn is None:
+            return False
+        if isinstance(event, SpendRecorded):
+            return event.usd >= 0
+        if isinstance(event, ReplyEnded | ProviderFailed):
+            return event.speaker == self._stopped_turn
+        if isinstance(event, OutsideAnswered):
+            return event.agent == self._stopped_turn
+        return False
 
     def _expect_speaker(self, name: str) -> None:
         if name != self.speaker:

@@ -71,7 +71,12 @@ class Spend:
     input_tokens: int
     output_tokens: int
     created: float
+    estimated: bool = False  # counted by Conch (providers/base.py estimate_usage), not billed
     seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        fields = ("usd", "agent", "input_tokens", "output_tokens", "estimated", "created")
+        return {name: getattr(self, name) for name in fields}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """RoundService: the async driver that runs rounds in chats, around the pure engine in rounds.py.
 
 It owns the I/O a round needs: it stores the user's message, decides who answers (a round when
-the message mentions agents, else the chat's agent alone), runs each turn against the agent's
-model provider, stores replies, notes, events and spend, and publishes everything live through
-the Hub. One runner per chat takes the chat's messages in order, so two messages sent at once are
-both kept and answered in order, and the user is never locked out: writing ends a running round
+the message mentions agents, else the chat's agent alone), hands each turn to the turn routine
+(turn.py: the model's reply, streamed, kept and billed) or to the outside agent, stores notes and
+events, feeds every outcome to the engine, and publishes the round live through the Hub. One
+runner per chat takes the chat's messages in order, so two messages sent at once are both kept
+and answered in order, and the user is never locked out: writing ends a running round
 after its running reply, and Stop ends it at once, cancelling the model stream.
 
 Rounds live in memory only: a restart forgets them, and the chat stays with whoever spoke last.
@@ -14,22 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from .a2a.outside.service import OutsideAgents, OutsideError
 from .agents import Agent, AgentStore
+from .deadlines import settle
 from .files import StoreError
-from .history import Said, history_turns, system_prompt
+from .history import Said, system_prompt
 from .hub import Hub
-from .providers import make_provider, stream_reply
-from .providers.base import ModelRequest, ProviderError, TextDelta, Usage
+from .mentions import read_mentions, unclear_note
 from .render import render_markdown
 from .rounds import (
+    ROUND_END_WORDS,
     Ask,
     Decision,
     End,
@@ -43,10 +42,12 @@ from .rounds import (
     Stop,
     TurnRefused,
     UserWrote,
+    end_words,
 )
-from .spend import Budget, record_spend, turn_refusal
+from .spend import Budget, turn_refusal
 from .store import Conversation, Message, Store
-from .talk import ROUND_END_WORDS, end_words, mentions_in, outside_refused_note, turn_note
+from .talk import outside_refused_note, turn_note
+from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +80,10 @@ class _Chat:
     runner: asyncio.Task[None] | None = None
     round: Round | None = None
     visible: bool = False  # a round the user started by mentioning, not a plain reply
-    # The model stream or the outside call running now: Stop cancels it.
-    reply: asyncio.Task[Any] | None = None
-    # Whether the running reply has streamed any text yet (kept, and counted, if stopped).
-    said_something: bool = False
+    # The turn or the outside call running now: Stop cancels it.
+    running: asyncio.Task[Any] | None = None
+    # The reply being made now (kept, and counted as a reply, if stopped once it said something).
+    reply: Reply | None = None
 
 
 @dataclass(frozen=True)
@@ -111,21 +112,17 @@ class RoundService:
         store: Store,
         agents: AgentStore,
         hub: Hub,
-        http: httpx.AsyncClient,
+        turns: Turns,
         budget: Budget,
         clock: Callable[[], float],
-        offline_delay: float = 0.03,
-        retry_delay: float = 1.0,
         outside: OutsideAgents | None = None,
     ) -> None:
         self.store = store
         self.agents = agents
         self.hub = hub
-        self.http = http
+        self.turns = turns
         self.budget = budget
         self.clock = clock
-        self.offline_delay = offline_delay
-        self.retry_delay = retry_delay
         self.outside = outside
         self._chats: dict[str, _Chat] = {}
 
@@ -137,7 +134,7 @@ class RoundService:
         message = self.store.add_message(conversation_id, "user", text)
         self._publish_message(message)
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
-        if chat.round is not None and chat.round.phase in ("speaking", "asking"):
+        if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
@@ -148,11 +145,11 @@ class RoundService:
         """End the running round (or lone reply) at once. False when nothing was running."""
         self._require(conversation_id)
         chat = self._chats.get(conversation_id)
-        if chat is None or chat.round is None or chat.round.phase not in ("speaking", "asking"):
+        if chat is None or chat.round is None or not chat.round.taking_turns:
             return False
-        chat.round.handle(Stop(kept=chat.said_something))
-        if chat.reply is not None:
-            chat.reply.cancel()
+        chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
+        if chat.running is not None:
+            chat.running.cancel()
         return True
 
     def round_state(self, conversation_id: str) -> dict[str, Any] | None:
@@ -169,6 +166,8 @@ class RoundService:
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
+            # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
+            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
             "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
@@ -224,7 +223,7 @@ class RoundService:
                     "Something went wrong inside Conch while answering; see the server log.",
                 )
             finally:
-                chat.round, chat.reply, chat.visible = None, None, False
+                chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
         room = self._room()
@@ -232,7 +231,10 @@ class RoundService:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
             return
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
-        named = mentions_in(message.text, (*roster.ours, *roster.outside))
+        mentions = read_mentions(message.text, roster.ours, roster.outside)
+        named = mentions.named
+        if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
+            self._note(chat.id, unclear_note(mentions.unclear))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
             self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
@@ -271,51 +273,19 @@ class RoundService:
             handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
             place = {"turn": turn.turn, "handed_by": handed_by}
             self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
-        request = self._request(chat, room, agent, message)
-        reply_id = f"m_{uuid.uuid4().hex[:16]}"
-        parts: list[str] = []
-        provider = make_provider(
-            self.agents.provider_for(agent.id), http=self.http, offline_delay=self.offline_delay
-        )
-
-        async def run() -> Usage | None:
-            usage = None
-            async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
-                if isinstance(item, TextDelta):
-                    parts.append(item.text)
-                    chat.said_something = True
-                    self.hub.publish(
-                        chat.id,
-                        {"type": "delta", "reply": reply_id, "agent": agent.id, "text": item.text},
-                    )
-                else:
-                    usage = item
-            return usage
-
-        chat.said_something = False
-        chat.reply = asyncio.create_task(run(), name=f"conch-reply-{reply_id}")
-        try:
-            usage = await chat.reply
-        except asyncio.CancelledError:
-            if rnd.ended is None:
-                raise  # the server is stopping, not the user
-            self._keep_reply(chat.id, reply_id, agent, parts, place)
-            return rnd.ended
-        except ProviderError as error:
-            self._keep_reply(chat.id, reply_id, agent, parts, place)
-            return rnd.handle(
-                ProviderFailed(agent.name, f"{agent.name} could not answer: {error.words}")
-            )
-        finally:
-            chat.reply = None
-        text = "".join(parts)
-        self._keep_reply(chat.id, reply_id, agent, parts, place)
-        cost = record_spend(self.store, agent, usage, conversation_id=chat.id)
-        if rnd.ended is not None:  # stopped after the last chunk
-            return rnd.ended
-        if cost:
-            rnd.handle(SpendRecorded(cost))
-        return rnd.handle(ReplyEnded(agent.name, text))
+        reply = chat.reply = Reply()
+        taking = self.turns.take(self._turn_input(chat, room, agent, message, place), reply)
+        task = asyncio.create_task(taking, name=f"conch-reply-{reply.id}")
+        await self._run(chat, task)
+        if not task.cancelled():
+            task.result()  # a fault inside Conch (a full disk) is raised to the runner
+        # Whether it ended, failed or was stopped, the reply is kept and billed (turn.py); after
+        # a Stop the engine answers with the End it already decided.
+        if reply.failure is not None:
+            words = f"{agent.name} could not answer: {reply.failure}"
+            return rnd.handle(ProviderFailed(agent.name, words))
+        rnd.handle(SpendRecorded(reply.cost))
+        return rnd.handle(ReplyEnded(agent.name, reply.text))
 
     async def _ask(self, chat: _Chat, room: _Room, turn: Ask, message: Message) -> Decision:
         """Send the user's message, and nothing else of the chat, to an outside agent."""
@@ -325,18 +295,15 @@ class RoundService:
         outside_id = room.id_of(turn.agent)
         self._event(chat.id, "round.asking", {"agent": outside_id})
         context_id = self.store.context_id(chat.id, outside_id)
-        chat.reply = asyncio.create_task(self.outside.ask(outside_id, message.text, context_id))
+        asking = asyncio.create_task(self.outside.ask(outside_id, message.text, context_id))
+        await self._run(chat, asking)
+        if asking.cancelled():  # Stop: the engine answers with its End
+            return rnd.handle(OutsideAnswered(turn.agent))
         try:
-            outcome = await chat.reply
-        except asyncio.CancelledError:
-            if rnd.ended is None:
-                raise  # the server is stopping, not the user
-            return rnd.ended
+            outcome = asking.result()
         except OutsideError as error:
             self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
             return rnd.handle(OutsideAnswered(turn.agent))
-        finally:
-            chat.reply = None
         if outcome.context_id:
             self.store.set_context_id(chat.id, outside_id, outcome.context_id)
         if outcome.text:
@@ -351,11 +318,25 @@ class RoundService:
         words = OUTSIDE_STATE_WORDS.get(outcome.state)
         if words:
             self._note(chat.id, words.format(name=turn.agent))
-        if rnd.ended is not None:
-            return rnd.ended
         return rnd.handle(OutsideAnswered(turn.agent))
 
-    def _request(self, chat: _Chat, room: _Room, agent: Agent, message: Message) -> ModelRequest:
+    async def _run(self, chat: _Chat, task: asyncio.Task[Any]) -> None:
+        """Wait for the turn or outside call `task`, however it ends: Stop may cancel it
+        meanwhile, and the server stopping cancels it with us."""
+        chat.running = task
+        try:
+            await settle(task)
+        finally:
+            chat.running, chat.reply = None, None
+
+    def _turn_input(
+        self,
+        chat: _Chat,
+        room: _Room,
+        agent: Agent,
+        message: Message,
+        place: dict[str, Any] | None,
+    ) -> TurnInput:
         names = room.names()
         said = [
             Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
@@ -369,31 +350,15 @@ class RoundService:
             outside=list(room.outside),
             in_round=chat.visible,
         )
-        return ModelRequest(
-            model=agent.provider.model,
+        return TurnInput(
+            conversation_id=chat.id,
+            agent=agent,
             system=system,
-            turns=history_turns(said, agent.name),
-            speaker=agent.name,
-            room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
+            said=said,
             user_text=message.text,
+            room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
+            place=place,
         )
-
-    def _keep_reply(
-        self,
-        conversation_id: str,
-        reply_id: str,
-        agent: Agent,
-        parts: list[str],
-        place: dict[str, Any] | None,
-    ) -> None:
-        text = "".join(parts)
-        if not text:
-            return
-        message = self.store.add_message(
-            conversation_id, "agent", text, agent=agent.id, round=place, id=reply_id
-        )
-        self.store.set_agent(conversation_id, agent.id)
-        self._publish_message(message)
 
     def _finish(self, chat: _Chat, end: End) -> None:
         if end.reason == "outside":

@@ -30,7 +30,8 @@ def record_spend(
     conversation_id: str,
     payer: str | None = None,
 ) -> float:
-    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it."""
+    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it. Usage that
+    Conch estimated (a cut-off reply) is marked as an estimate in the ledger."""
     if usage is None or agent.price is None:
         return 0.0
     cost = agent.price.cost(usage)
@@ -41,6 +42,7 @@ def record_spend(
         payer=payer,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
+        estimated=usage.estimated,
     )
     return cost
 

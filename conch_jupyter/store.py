@@ -262,12 +262,21 @@ class Store:
         payer: str | None = None,
         input_tokens: int = 0,
         output_tokens: int = 0,
+        estimated: bool = False,
     ) -> None:
-        """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing)."""
+        """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing);
+        `estimated` marks an amount Conch counted because the provider reported none."""
         if not math.isfinite(usd) or usd < 0:
             raise ValueError(f"spend must be a finite amount of dollars, zero or more, not {usd}")
         spend = Spend(
-            float(usd), conversation_id, agent, payer, input_tokens, output_tokens, self._clock()
+            float(usd),
+            conversation_id,
+            agent,
+            payer,
+            input_tokens,
+            output_tokens,
+            self._clock(),
+            estimated,
         )
         with self._transaction():
             self._insert("spend", spend)
@@ -278,6 +287,13 @@ class Store:
             (conversation_id,),
         )
         return float(rows[0]["usd"])
+
+    def spend_entries(self, conversation_id: str) -> list[Spend]:
+        """A chat's ledger rows, oldest first."""
+        rows = self._select(
+            "SELECT * FROM spend WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
+        )
+        return [Spend(**{**row, "estimated": bool(row["estimated"])}) for row in rows]
 
     def spent_since(self, since: float, payer: str | None = None) -> float:
         """Spend recorded at or after `since`; by one payer, or by everyone when None."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE conversations (
@@ -96,5 +96,11 @@ def _to_v2(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
+def _to_v3(db: sqlite3.Connection) -> None:
+    # Spend Conch counted itself (a reply cut off by Stop or a deadline, a server that reports
+    # no usage), so the ledger tells an estimate from what the provider billed.
+    db.execute("ALTER TABLE spend ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0")
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)

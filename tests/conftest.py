@@ -30,6 +30,19 @@ def pytest_configure(config: pytest.Config) -> None:
     build_view()
 
 
+class Clock:
+    """The one test clock, for code that takes a clock: each reading moves it on by `step`
+    (so every stored row gets its own time), and a test moves it further with `now +=`.
+    `step=0.0` keeps it still between a test's own moves."""
+
+    def __init__(self, now: float = 1_700_000_000.0, step: float = 1.0) -> None:
+        self.now, self.step = now, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--run-slow",
@@ -54,6 +67,11 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests never reach a hosted model: no key from the machine may leak in.
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from conch_jupyter.a2a.outside.cards import card_places, find_agent
-from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host, within
+from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host
 from conch_jupyter.a2a.outside.guard import GuardedTransport
 from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
 
@@ -121,6 +121,33 @@ def test_a_door_card_needs_the_key_and_gets_it(door: Peer) -> None:
         == "wants a key; add it again with its key (HTTP 401 (Unauthorized))"
     )
     assert failure(find(door.address), key="wrong").code == "key"
+
+
+def test_a_403_at_the_address_itself_is_no_card_there() -> None:
+    # What a Jupyter server with allow_unauthenticated_access off answers a GET of an older
+    # door's JSON-RPC address: its own HTML 403 page. The card is in the agent's folder.
+    agent = "/user/ann/a2a/writer"
+    forbidden = Answer(status=403, body=b"<html>403: Forbidden</html>", headers={})
+    other_card = "/other/a2a/x/.well-known/agent-card.json"
+
+    def answer(method: str, path: str, body: Any) -> Answer:
+        if path.rstrip("/") in (agent, other_card):
+            return forbidden
+        if path == agent + "/.well-known/agent-card.json":
+            return _card(f"{server.url}{agent}")
+        return Answer.json({"error": "nothing here"}, status=404)
+
+    server = Hostile(answer)
+    with server:
+        for pasted in (agent, agent + "/"):
+            card, found_at, endpoint = run(find(server.url + pasted), key=KEY)
+            assert card.name == "Hostile"
+            assert str(found_at) == f"{server.url}{agent}/.well-known/agent-card.json"
+            assert str(endpoint) == f"{server.url}{agent}"
+        # Anywhere else a 403 still ends the search: the key was refused there.
+        refused = failure(find(server.url + "/other/a2a/x"), key=KEY)
+    assert refused.code == "key"
+    assert "refused the key" in refused.words
 
 
 # --- calls -------------------------------------------------------------------------------
@@ -424,26 +451,3 @@ def test_the_exact_request_a_call_sends(peer: Peer) -> None:
     }
     assert peer.received[-1].headers["authorization"] == f"Bearer {KEY}"
     assert json.dumps(body).count("Only this.") == 1
-
-
-def test_a_stop_that_comes_as_an_answer_arrives_is_never_lost() -> None:
-    """asyncio.wait_for before 3.12 returns the answer and drops the cancellation here."""
-
-    async def race() -> str:
-        answer = asyncio.get_running_loop().create_future()
-
-        async def work() -> int:
-            return int(await answer)
-
-        waiting = asyncio.ensure_future(within(10, work()))
-        for _ in range(3):
-            await asyncio.sleep(0)
-        answer.set_result(1)
-        await asyncio.sleep(0)  # the work is done; the wait has not woken up yet
-        waiting.cancel()  # Stop
-        try:
-            return str(await waiting)
-        except asyncio.CancelledError:
-            return "stopped"
-
-    assert asyncio.run(race()) == "stopped"

@@ -42,6 +42,8 @@ from conch_jupyter.a2a.door.rules import (
 from conch_jupyter.a2a.wire import ListParams, SendParams
 from conch_jupyter.store import DoorTask
 
+from .conftest import Clock
+
 # --- keys ------------------------------------------------------------------------------------
 
 
@@ -156,14 +158,6 @@ def test_remote_rules(
     assert (refusal is None) if words is None else (refusal is not None and words in refusal)
 
 
-class Clock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_throttle_slows_then_locks_out_then_forgives() -> None:
     throttle = FailureThrottle(ThrottleRules(free=3, lockout=8, window=100, max_delay=1.0))
     delays = [throttle.failed("a", 10.0 + n) for n in range(7)]
@@ -186,7 +180,7 @@ def test_the_throttle_remembers_a_bounded_number_of_addresses() -> None:
 
 
 def gate(**rules: Any) -> tuple[DoorGate, Clock, str, list[tuple[str, str, bool]]]:
-    clock = Clock()
+    clock = Clock(now=1_000.0, step=0.0)
     key = new_key()
     keys = [("p_local", hash_key(key), False), ("p_other", hash_key(new_key()), True)]
     throttle = FailureThrottle(ThrottleRules(**rules)) if rules else None

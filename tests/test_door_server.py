@@ -91,6 +91,15 @@ async def pair(api: Api, *agents: str, **extra: Any) -> dict[str, Any]:
     return made
 
 
+async def metered_agent(api: Api, models: ScriptedModels, price: dict[str, float]) -> None:
+    """ "Meter": an agent on the scripted model server, with a price."""
+    provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}
+    status, made = await api(
+        "POST", "agents", {"name": "Meter", "provider": provider, "price": price}
+    )
+    assert status == 201, made
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
@@ -165,7 +174,7 @@ async def test_the_reference_client_talks_to_the_door_in_1_0(
         assert card.name == "Researcher"
         endpoint = f"http://127.0.0.1:{jp_http_port}{jp_base_url}a2a/researcher"
         assert [i.url for i in card.supported_interfaces] == [endpoint]
-        assert made["address"] == endpoint
+        assert made["address"] == endpoint + "/"
 
         task = await sent(client, "What is a conch?", "ctx-1")
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -258,7 +267,7 @@ async def test_pairings_what_it_said_and_revoking(
     assert made["agents"] == ["writer", "researcher"]
     assert made["remote"] is False
     assert made["scopes"] == ["agent:writer", "agent:researcher"]
-    address = f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer"
+    address = f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer/"
     assert made["paste"] == f"Conch pairing for Writer\nAddress: {address}\nKey: {made['key']}"
     assert made["key"].startswith("conch_a2a_")
     stored = (conch_dir / "pairings.json").read_text()
@@ -604,7 +613,7 @@ async def test_huge_bodies_are_refused_and_the_server_keeps_serving(api: Api, do
 async def test_one_at_a_time_and_cancelling_the_running_answer(
     api: Api, door: str, conch: ConchServices
 ) -> None:
-    conch.peers.offline_delay = 0.05  # about three seconds an answer: long enough to overlap
+    conch.peers.turns.offline_delay = 0.05  # about three seconds an answer: long enough to overlap
     made, other = await pair(api, "researcher"), await pair(api, "researcher")
     url = f"{door}a2a/researcher"
     first = asyncio.ensure_future(call(url, made["key"], "SendMessage", text_message("Slowly")))
@@ -623,12 +632,12 @@ async def test_one_at_a_time_and_cancelling_the_running_answer(
     assert busy["error"]["data"][0]["reason"] == "BUSY"
     assert "One message at a time" in busy["error"]["message"]
     # Another key is not held up, nor is the rest of the server.
-    conch.peers.offline_delay = 0.0
+    conch.peers.turns.offline_delay = 0.0
     _, theirs = await call(url, other["key"], "SendMessage", text_message("Quick"))
     assert theirs["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (await api("GET", "agents"))[0] == 200
     assert time.monotonic() - started < 2.0
-    conch.peers.offline_delay = 0.05
+    conch.peers.turns.offline_delay = 0.05
 
     _, canceled = await call(url, made["key"], "CancelTask", {"id": running["id"]})
     assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
@@ -668,7 +677,7 @@ async def test_five_at_once_then_twenty_a_minute(api: Api, door: str) -> None:
 
 async def test_an_answer_has_a_time_limit(api: Api, door: str, conch: ConchServices) -> None:
     conch.peers.bounds = DoorBounds(answer_seconds=0.3)
-    conch.peers.offline_delay = 0.05
+    conch.peers.turns.offline_delay = 0.05
     made = await pair(api, "researcher")
     started = time.monotonic()
     _, answer = await call(f"{door}a2a/researcher", made["key"], "SendMessage", text_message("Hi"))
@@ -678,19 +687,77 @@ async def test_an_answer_has_a_time_limit(api: Api, door: str, conch: ConchServi
     assert "did not answer within 0.3 seconds" in task["status"]["message"]["parts"][0]["text"]
 
 
+async def test_an_answer_cut_at_its_deadline_is_billed_as_an_estimate(
+    api: Api, door: str, conch: ConchServices
+) -> None:
+    conch.peers.bounds = DoorBounds(answer_seconds=0.5)
+    with ScriptedModels() as models:
+        models.script(Reply(chunks=[f"word{i} " for i in range(100)], delay_per_chunk=0.05))
+        await metered_agent(api, models, {"input_per_mtok": 1_000, "output_per_mtok": 2_000})
+        made = await pair(api, "meter")
+        _, answer = await call(f"{door}a2a/meter", made["key"], "SendMessage", text_message("Go"))
+    task = answer["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "did not answer within 0.5 seconds" in task["status"]["message"]["parts"][0]["text"]
+    _, said = await api("GET", f"pairings/{made['id']}/chats")
+    _, chat = await api("GET", f"conversations/{said['chats'][0]['id']}")
+    assert [m["role"] for m in chat["messages"]] == ["outside", "agent", "note"]
+    assert chat["messages"][1]["text"].startswith("word0 ")  # what was said is kept
+    (entry,) = chat["spend"]
+    assert entry["estimated"] is True
+    assert entry["output_tokens"] > 0
+    # Charged to the key, so the key's dollar a day counts it.
+    assert conch.store.spent_since(0, payer=made["id"]) == pytest.approx(entry["usd"])
+    assert entry["usd"] > 0
+
+
+async def test_following_a_door_chat_shows_its_answer_streaming(
+    api: Api, door: str, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    made = await pair(api, "researcher")
+    url = f"{door}a2a/researcher"
+    _, first = await call(url, made["key"], "SendMessage", text_message("Hello", "ctx"))
+    assert first["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    _, said = await api("GET", f"pairings/{made['id']}/chats")
+    chat_id = said["chats"][0]["id"]
+    events = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat_id}/events"
+    items: list[dict[str, Any]] = []
+    answered: asyncio.Future[tuple[int, Any]] | None = None
+    async with (
+        httpx.AsyncClient(headers=jp_auth_header, timeout=10) as http,
+        http.stream("GET", events) as response,
+    ):
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            items.append(json.loads(line[5:]))
+            if answered is None:  # the snapshot is in: now send the second message
+                message = text_message("Tell me more", "ctx")
+                answered = asyncio.ensure_future(call(url, made["key"], "SendMessage", message))
+            last = items[-1]
+            if last["type"] == "message" and last["message"]["role"] == "agent":
+                break
+    assert answered is not None
+    _, second = await answered
+    reply = "".join(p["text"] for a in second["result"]["task"]["artifacts"] for p in a["parts"])
+    assert items[0]["type"] == "snapshot"
+    kinds = [i["type"] for i in items]
+    asked = next(i for i in items if i["type"] == "message")
+    assert (asked["message"]["role"], asked["message"]["text"]) == ("outside", "Tell me more")
+    deltas = [i for i in items if i["type"] == "delta"]
+    assert len(deltas) > 1  # it streamed, piece by piece
+    assert "".join(d["text"] for d in deltas) == reply
+    assert items[-1]["message"]["text"] == reply
+    assert items[-1]["message"]["id"] == deltas[0]["reply"]
+    assert kinds.index("delta") < len(kinds) - 1
+
+
 async def test_a_dollar_a_day_of_metered_answers(api: Api, door: str, conch: ConchServices) -> None:
     with ScriptedModels() as models:
         # 10 input tokens at $0.06 each: 60 cents an answer.
         models.script(*[Reply("Priced.", usage=(10, 0))] * 3)
-        await api(
-            "POST",
-            "agents",
-            {
-                "name": "Meter",
-                "provider": {"kind": "openai", "model": "m", "base_url": models.openai_url},
-                "price": {"input_per_mtok": 60_000, "output_per_mtok": 0},
-            },
-        )
+        await metered_agent(api, models, {"input_per_mtok": 60_000, "output_per_mtok": 0})
         made = await pair(api, "meter")
         url = f"{door}a2a/meter"
         for _ in range(2):
@@ -762,7 +829,7 @@ async def test_from_another_computer(
     # The address given to the other side is the one the pairing was made at, proxy included.
     forwarded = {"X-Forwarded-Host": "conch.example.org", "X-Forwarded-Proto": "https"}
     _, made = await api("POST", "pairings", {"agents": ["writer"]}, headers=forwarded)
-    assert made["address"] == f"https://conch.example.org{jp_base_url}a2a/writer"
+    assert made["address"] == f"https://conch.example.org{jp_base_url}a2a/writer/"
     async with httpx.AsyncClient(timeout=10) as http:
         plain = await http.get(
             card, headers={**bearer(remote["key"]), **REMOTE, "X-Forwarded-Proto": "http"}
@@ -801,7 +868,7 @@ async def test_forwarded_headers_are_ignored_without_trust_xheaders(
     )
     forwarded = {"X-Forwarded-Host": "conch.example.org", "X-Forwarded-Proto": "https"}
     _, other = await api("POST", "pairings", {"agents": ["writer"]}, headers=forwarded)
-    assert other["address"] == f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer"
+    assert other["address"] == f"http://127.0.0.1:{jp_http_port}/a%40b/a2a/writer/"
 
 
 @pytest.mark.parametrize("serverapp_config", [{"allow_unauthenticated_access": False}])

@@ -2,19 +2,23 @@
 
 Each row is a reply one of your agents gives; the test asserts the structural result on a real
 server with scripted models: where those words land in the next agent's model request, what the
-round did, and that nothing else changed.
+round did, and that nothing else changed. A card is another agent's words too: each name row is
+an outside agent's card naming itself so as to take a mention meant for your agent.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .a2a_peers import Peer
 from .conftest import Api, settled
 from .scripted_models import Reply, ScriptedModels
+from .test_outside_names import rename_by_hand
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -144,3 +148,60 @@ async def test_an_agent_cannot_pass_the_floor_to_itself_to_loop(
     await api("POST", f"conversations/{chat['id']}/messages", {"text": "@Researcher go"})
     done = await settled(api, chat["id"])
     assert (done["events"][-1]["turns"], done["events"][-1]["reason"]) == (1, "done")
+
+
+# --- Names: someone else's card cannot take your agents' words (issue 16) -------------------
+
+# Each row: the name an outside agent's card gives itself, the name the file ends up holding
+# (kept from before the rule, or edited by hand), and your agent it clashes with. You write
+# "@" and the stored name, meaning your agent.
+SECRET = "my secret notes"
+NAME_ATTACKS = {
+    "starts_with_yours": ("Researcher please", "Researcher please", "Researcher"),
+    "start_of_yours": ("Research", "Research", "Research Lead"),
+    "case": ("RESEARCHER", "RESEARCHER", "Researcher"),
+    "width": ("Ｒｅｓｅａｒｃｈｅｒ", "Ｒｅｓｅａｒｃｈｅｒ", "Researcher"),
+    "accent": ("Résearcher", "Résearcher", "Researcher"),
+    "zero_width": ("Researcher\u200b", "Researcher", "Researcher"),
+    "invisible_mark": ("Re\u034fsearcher", "Re\u034fsearcher", "Researcher"),
+    "confusable": ("Rese\u0430rcher", "Rese\u0430rcher", "Researcher"),
+    "confusable_prefix": ("Rese\u0430rcher please", "Rese\u0430rcher please", "Researcher"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(NAME_ATTACKS))
+async def test_a_card_cannot_take_your_agents_words(
+    api: Api, models: ScriptedModels, conch_dir: Path, attack: str
+) -> None:
+    card, stored, ours = NAME_ATTACKS[attack]
+    models.responder = lambda body: Reply(text="Your agent here.")
+    await setup_agents(api, models)
+    if ours not in ("Researcher", "Writer"):
+        provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}
+        assert (await api("POST", "agents", {"name": ours, "provider": provider}))[0] == 201
+    with Peer(name=card, behaviour="echo") as peer:
+        # The card's name is refused, in words naming your agent; so is renaming to it.
+        status, refused = await api("POST", "outside", {"paste": peer.address})
+        assert (status, refused["error"]["code"]) == (409, "name_taken"), refused
+        assert f"the name of your agent “{ours}”" in refused["error"]["message"]
+        body = {"paste": peer.address, "name": "Acme Helper"}
+        status, added = await api("POST", "outside", body)
+        assert status == 201, added
+        status, renamed = await api("PATCH", f"outside/{added['id']}", {"name": stored})
+        assert (status, renamed["error"]["code"]) == (409, "name_taken"), renamed
+
+        # The name there anyway: your agent gets the message; the outside agent gets nothing.
+        rename_by_hand(conch_dir, added["id"], stored)
+        _, chat = await api("POST", "conversations", {})
+        text = f"@{stored} summarise {SECRET}"
+        await api("POST", f"conversations/{chat['id']}/messages", {"text": text})
+        done = await settled(api, chat["id"])
+    _, agents = await api("GET", "agents")
+    (yours,) = [a["id"] for a in agents["agents"] if a["name"] == ours]
+    assert done["events"][0]["named"] == [yours]
+    assert [m["agent"] for m in done["messages"] if m["role"] == "agent"] == [yours]
+    assert SECRET in json.dumps(models.requests[0].json)
+    notes = [m["text"] for m in done["messages"] if m["role"] == "note"]
+    assert f"it went to {ours}. Nothing of this message was sent outside." in notes[0]
+    assert peer.sends() == []
+    assert all(SECRET not in json.dumps(r.body) for r in peer.received)

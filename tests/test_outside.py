@@ -155,9 +155,9 @@ def fresh(peer: Peer) -> Peer:
 
 def test_adding_keeps_the_agent_and_seals_its_key(tmp_path: Path) -> None:
     with Peer(layout="conch", key=KEY, name="Researcher") as door:
-        agent = run(tmp_path, lambda o: o.add(door.pairing_paste))
+        agent = run(tmp_path, lambda o: o.add(door.pairing_paste, " Acme Scout "))
     assert (agent.id, agent.name, agent.version, agent.has_key) == (
-        "researcher-2", "Researcher 2", "1.0", True,
+        "acme-scout", "Acme Scout", "1.0", True,
     )  # fmt: skip
     assert (
         agent.claim == "It says it's run by Acme Research. It describes itself as “Finds things.”"
@@ -168,7 +168,7 @@ def test_adding_keeps_the_agent_and_seals_its_key(tmp_path: Path) -> None:
     assert KEY not in kept
     assert KEY.encode() not in (tmp_path / "data" / "a2a.secrets.json").read_bytes()
     assert oct((tmp_path / "data" / "agents" / "outside.json").stat().st_mode & 0o777) == "0o600"
-    assert make(tmp_path)._list.key("researcher-2") == KEY
+    assert make(tmp_path)._list.key("acme-scout") == KEY
     assert door.received[-1].headers["authorization"] == f"Bearer {KEY}"
 
 
@@ -452,13 +452,23 @@ def test_repair_does_not_follow_a_move_to_another_host(tmp_path: Path, fresh: Pe
 
 async def test_outside_agents_through_the_api(api: Api, conch_dir: Path) -> None:
     with Peer(layout="conch", key=KEY, name="Researcher") as door:
-        status, added = await api("POST", "outside", {"paste": door.pairing_paste})
+        # The card's name is your Researcher's: refused in words, then added with a name of yours.
+        status, refused = await api("POST", "outside", {"paste": door.pairing_paste})
+        assert (status, refused["error"]["code"]) == (409, "name_taken"), refused
+        assert refused["error"]["message"] == (
+            "The card calls this agent “Researcher”, which is the name of your agent "
+            "“Researcher”: a mention must say whom it means, so add it again with a name of "
+            "its own."
+        )
+        body = {"paste": door.pairing_paste, "name": "Acme Scout"}
+        status, added = await api("POST", "outside", body)
         assert status == 201, added
         assert (added["name"], added["has_key"], added["last_problem"]) == (
-            "Researcher 2",
+            "Acme Scout",
             True,
             None,
         )
+        assert added["clashes_with"] is None
         assert added["claim"].startswith("It says it's run by Acme Research.")
         status, listed = await api("GET", "outside")
         assert (status, [a["id"] for a in listed["outside"]]) == (200, [added["id"]])
@@ -514,9 +524,10 @@ async def test_conch_talks_to_conch_through_its_own_door(api: Api, jp_serverapp:
     the door's chat holds exactly the words that were sent, nothing else."""
     status, pairing = await api("POST", "pairings", {"agents": ["writer"], "remote": False})
     assert status == 201, pairing
-    status, added = await api("POST", "outside", {"paste": pairing["paste"]})
+    body = {"paste": pairing["paste"], "name": "Remote Writer"}  # "Writer" is yours
+    status, added = await api("POST", "outside", body)
     assert status == 201, added
-    assert (added["name"], added["has_key"]) == ("Writer 2", True)  # "Writer" is yours
+    assert (added["name"], added["has_key"]) == ("Remote Writer", True)
     outside: OutsideAgents = jp_serverapp.web_app.settings["conch"].outside
     answer = await outside.ask(added["id"], "Draft one line about tides.", None)
     assert answer.state == "TASK_STATE_COMPLETED"

@@ -13,14 +13,7 @@ from conch_jupyter.a2a.door.pairing import PairingError, PairingStore, paste_tex
 from conch_jupyter.a2a.door.rules import hash_key, match_key
 from conch_jupyter.files import StoreError
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 1
-        return self.now
+from .conftest import Clock
 
 
 @pytest.fixture

@@ -127,7 +127,8 @@ def test_openai_key_is_read_from_the_environment_and_local_servers_need_none(
 
 def test_openai_without_a_usage_chunk_estimates_usage(models: ScriptedModels) -> None:
     models.script(Reply(text="twelve chars", usage=None))
-    assert answer(openai(models)).usage == [Usage(4, 3)]  # (12 + 2) / 4 and 12 / 4, rounded up
+    # (12 + 2) / 4 and 12 / 4, rounded up, and marked as counted by Conch
+    assert answer(openai(models)).usage == [Usage(4, 3, estimated=True)]
 
 
 @pytest.mark.parametrize(

@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conch_jupyter.rounds import (
+    ROUND_END_WORDS,
+    ROUND_LIMITS,
     Ask,
     End,
+    EndReason,
     OutsideAnswered,
     ProviderFailed,
     ReplyEnded,
     Roster,
     Round,
     RoundError,
+    RoundLimits,
     Speak,
     SpendRecorded,
     Stop,
     TurnRefused,
     UserWrote,
+    end_words,
 )
-from conch_jupyter.talk import ROUND_LIMITS
 
 OURS = ("Researcher", "Writer", "Critic", "Writer Pro")
 ROSTER = Roster(ours=OURS, outside=("Helper",))
@@ -157,8 +163,11 @@ def test_user_writing_ends_after_the_running_reply() -> None:
 
 def test_stop_ends_at_once() -> None:
     rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    assert not rnd.taking_turns
     rnd.start()
+    assert rnd.taking_turns
     end = rnd.handle(Stop())
+    assert not rnd.taking_turns
     assert isinstance(end, End)
     assert (end.reason, end.turns, rnd.phase, rnd.speaker) == ("stopped", 0, "ended", None)
 
@@ -236,11 +245,43 @@ def test_illegal_events_raise_and_change_nothing(event) -> None:
 def test_events_after_the_end_raise() -> None:
     rnd = Round(named=["Researcher"], roster=ROSTER)
     rnd.start()
-    rnd.handle(Stop())
+    end = rnd.handle(ReplyEnded("Researcher", "Done."))
+    assert isinstance(end, End)
+    assert end.reason == "done"
+    for late in (ReplyEnded("Researcher", "late"), ProviderFailed("Researcher", "x"), Stop()):
+        with pytest.raises(RoundError):
+            rnd.handle(late)
     with pytest.raises(RoundError):
-        rnd.handle(ReplyEnded("Researcher", "late"))
+        rnd.handle(SpendRecorded(0.1))
     with pytest.raises(RoundError):
         rnd.start()
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        ReplyEnded("Researcher", "words kept so far, @Writer"),
+        ProviderFailed("Researcher", "cut off"),
+    ],
+)
+def test_the_stopped_turns_outcome_gets_the_end_stop_decided(outcome) -> None:
+    """Ended while you were waiting: the driver feeds what came back, the engine says it ended."""
+    rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    rnd.start()
+    stopped = rnd.handle(Stop(kept=True))
+    assert rnd.handle(SpendRecorded(0.25)) is None
+    assert rnd.handle(outcome) is stopped
+    assert (stopped.reason, stopped.turns, rnd.spent_usd, rnd.waiting) == ("stopped", 1, 0.0, [])
+    with pytest.raises(RoundError):  # only the turn that was running can still report
+        rnd.handle(ReplyEnded("Writer", "never had the floor"))
+
+
+def test_the_stopped_outside_calls_answer_gets_the_end() -> None:
+    rnd = Round(named=["Helper", "Researcher"], roster=ROSTER)
+    assert rnd.start() == Ask("Helper", 1)
+    stopped = rnd.handle(Stop())
+    assert rnd.handle(OutsideAnswered("Helper")) is stopped
+    assert (stopped.reason, stopped.turns) == ("stopped", 0)
 
 
 def test_nobody_named_that_exists_ends_at_once() -> None:
@@ -248,3 +289,68 @@ def test_nobody_named_that_exists_ends_at_once() -> None:
     end = rnd.start()
     assert isinstance(end, End)
     assert (end.reason, end.turns) == ("done", 0)
+
+
+# --- Limits and end words ------------------------------------------------------------------
+
+
+def test_round_limits_are_fixed() -> None:
+    assert RoundLimits(replies=8, per_speaker=3, loop_swaps=5, spend_usd=1.0) == ROUND_LIMITS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ROUND_LIMITS.replies = 100  # type: ignore[misc]
+
+
+END_CASES = [
+    (["Researcher", "Writer"], 4, "done", "Researcher and Writer took turns · 4 replies"),
+    (["Researcher"], 1, "done", "Researcher answered · 1 reply"),
+    (
+        ["Researcher", "Writer", "Critic"],
+        6,
+        "done",
+        "Researcher, Writer and Critic took turns · 6 replies",
+    ),
+    (
+        ["Researcher", "Writer", "Researcher", "Writer"],
+        8,
+        "replies",
+        "Researcher and Writer took turns · 8 replies · ended: it reached 8 replies",
+    ),
+    (
+        ["Writer"],
+        3,
+        "speaker",
+        "Writer answered · 3 replies · ended: an agent had already answered 3 times",
+    ),
+    (
+        ["A", "B"],
+        5,
+        "loop",
+        "A and B took turns · 5 replies · ended: two agents kept passing it back and forth",
+    ),
+    (["A"], 2, "spend", "A answered · 2 replies · ended: it reached its $1 spending limit"),
+    (["A"], 1, "you", "A answered · 1 reply · ended: you wrote"),
+    (["A"], 1, "stopped", "A answered · 1 reply · ended: you stopped it"),
+    (["A"], 1, "outside", "A answered · 1 reply · ended: only you can send to an outside agent"),
+    (["A"], 1, "error", "A answered · 1 reply · ended: something went wrong"),
+    ([], 0, "done", "The round ended before anyone answered"),
+    ([], 0, "stopped", "The round ended before anyone answered: you stopped it"),
+    ([], 2, "done", "The agents took turns · 2 replies"),
+]
+
+
+@pytest.mark.parametrize(("speakers", "replies", "reason", "expected"), END_CASES)
+def test_end_words(speakers: list[str], replies: int, reason: EndReason, expected: str) -> None:
+    assert end_words(speakers, replies, reason) == expected
+
+
+def test_end_words_cover_every_reason_with_the_limits_numbers() -> None:
+    reasons = {"done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"}
+    assert set(ROUND_END_WORDS) == reasons
+    assert ROUND_END_WORDS["done"] is None
+    assert all(ROUND_END_WORDS[r] for r in reasons - {"done"})
+    assert str(ROUND_LIMITS.replies) in (ROUND_END_WORDS["replies"] or "")
+    assert str(ROUND_LIMITS.per_speaker) in (ROUND_END_WORDS["speaker"] or "")
+    with pytest.raises(ValueError, match="unknown round end reason"):
+        end_words(["A"], 1, "bored")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="negative"):
+        end_words(["A"], -1, "done")

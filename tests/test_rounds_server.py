@@ -232,6 +232,33 @@ async def test_stop_during_a_slow_streamed_reply(api: Api, models: ScriptedModel
     assert await api("POST", f"conversations/{chat_id}/round/stop") == (200, {"stopped": False})
 
 
+async def test_a_stop_right_after_a_reply_started_is_billed_as_an_estimate(
+    api: Api, models: ScriptedModels
+) -> None:
+    # The provider reports usage only at the end of a reply, so a stopped reply reports none.
+    slow = Reply(chunks=[f"word{i} " for i in range(200)], delay_per_chunk=0.05)
+    models.responder = by_speaker({"Researcher": lambda _n: slow})
+    await make_agents(
+        api, models, "Researcher", price={"input_per_mtok": 3_000, "output_per_mtok": 15_000}
+    )
+    chat_id = await new_chat(api)
+    await say(api, chat_id, "@Researcher think long")
+
+    async def asked() -> bool:
+        return len(models.requests) == 1
+
+    await wait_for(asked)
+    assert await api("POST", f"conversations/{chat_id}/round/stop") == (200, {"stopped": True})
+    chat = await settled(api, chat_id)
+    assert ended(chat) in ([(0, "stopped")], [(1, "stopped")])  # a word may have come out
+    (entry,) = chat["spend"]
+    assert entry["estimated"] is True
+    assert entry["agent"] == "researcher"
+    assert entry["input_tokens"] > 0  # the prompt was sent, so it is billed
+    assert entry["usd"] > 0
+    assert chat["spent_usd"] == pytest.approx(entry["usd"])
+
+
 async def test_writing_mid_round_ends_it_after_the_running_reply(
     api: Api, models: ScriptedModels
 ) -> None:

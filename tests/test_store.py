@@ -14,14 +14,7 @@ import pytest
 from conch_jupyter.files import StoreError
 from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store, month_start
 
-
-class Clock:
-    def __init__(self, now: float = 1_700_000_000.0, step: float = 1.0) -> None:
-        self.now, self.step = now, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
+from .conftest import Clock
 
 
 @pytest.fixture
@@ -54,7 +47,7 @@ def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path)
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     finally:
         other.close()
     db = store._db  # the store's own connection settings
@@ -337,6 +330,26 @@ def test_month_start_is_utc(moment: float, start: float) -> None:
     assert month_start(moment) == start
 
 
+def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) -> None:
+    from conch_jupyter.store_schema import _V1
+
+    path.parent.mkdir(mode=0o700, parents=True)
+    db = sqlite3.connect(path)
+    db.executescript(_V1)
+    db.execute("INSERT INTO conversations (id, created, origin) VALUES ('c_old', 1.0, 'user')")
+    db.execute("INSERT INTO spend (usd, conversation_id, created) VALUES (0.5, 'c_old', 3.0)")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    with Store(path, Clock()) as store:
+        store.add_spend(0.25, conversation_id="c_old", input_tokens=7, estimated=True)
+        entries = store.spend_entries("c_old")
+        assert [(e.usd, e.estimated) for e in entries] == [(0.5, False), (0.25, True)]
+        assert entries[1].to_json()["estimated"] is True
+        assert entries[1].input_tokens == 7
+        assert store.spent("c_old") == 0.75  # an estimate counts like any other spend
+
+
 # -- schema v2: the door's tasks ------------------------------------------------------------------
 
 
@@ -359,7 +372,7 @@ def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
     db.commit()
     db.close()
     with Store(path, Clock()) as store:
-        assert store._db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [m.text for m in store.messages("c_old")] == ["kept"]
         assert store.spent_since(0, payer="p_1") == 0.5
         task = store.create_door_task(
@@ -367,7 +380,7 @@ def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
             asked="hi", asked_id="m1",
         )  # fmt: skip
         assert store.door_task(task.id, "p_1", "writer") == task
-    with Store(path, Clock()) as again:  # opening a v2 file changes nothing
+    with Store(path, Clock()) as again:  # opening an upgraded file changes nothing
         assert again.door_task(task.id, "p_1", "writer") == task
 
 

@@ -35,18 +35,20 @@ def test_a_paired_agent_answers_another_server(
         pairing = r.json()
     paste = pairing["paste"]
     assert paste.startswith("Conch pairing for Researcher\n")
-    assert f"{home.url}a2a/researcher" in paste
+    assert f"\nAddress: {home.url}a2a/researcher/\n" in paste
 
     with away.client() as http:
         r = http.post(away.api("outside"), json={"paste": paste})
+        # Its own Researcher is there already: the paired one needs a name of its own.
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "name_taken"), r.text
+        r = http.post(away.api("outside"), json={"paste": paste, "name": "Home Researcher"})
         assert r.status_code == 201, r.text
         outside = r.json()
-        # Its own Researcher is there already, so the paired one is told apart.
-        assert outside["name"] == "Researcher 2"
+        assert outside["name"] == "Home Researcher"
         assert outside["has_key"] is True
         assert pairing["key"] not in r.text
         chat = http.post(away.api("conversations"), json={}).json()["id"]
-        question = "@Researcher 2 what would you look at first?"
+        question = "@Home Researcher what would you look at first?"
         r = http.post(away.api(f"conversations/{chat}/messages"), json={"text": question})
         assert r.status_code == 202
         done = until(
@@ -56,7 +58,7 @@ def test_a_paired_agent_answers_another_server(
     assert len(answers) == 1, done["messages"]
     assert "offline" in answers[0]["text"].lower()
     assert "Researcher" in answers[0]["text"]
-    assert done["tainted"] == {"kind": "person", "by": "Researcher 2"}
+    assert done["tainted"] == {"kind": "person", "by": "Home Researcher"}
 
     # "What it said", on the home side: the question as it came, and the answer.
     with home.client() as http:
@@ -75,7 +77,7 @@ def test_a_paired_agent_answers_another_server(
         assert http.delete(home.api(f"pairings/{pairing['id']}")).status_code == 204
     with away.client() as http:
         r = http.post(
-            away.api(f"conversations/{chat}/messages"), json={"text": "@Researcher 2 again?"}
+            away.api(f"conversations/{chat}/messages"), json={"text": "@Home Researcher again?"}
         )
         assert r.status_code == 202
         done = until(
@@ -83,6 +85,6 @@ def test_a_paired_agent_answers_another_server(
         )
         assert [m["role"] for m in done["messages"]].count("outside") == 1
         assert done["messages"][-1]["role"] == "note"
-        assert "Researcher 2 did not answer" in done["messages"][-1]["text"]
+        assert "Home Researcher did not answer" in done["messages"][-1]["text"]
         listed = http.get(away.api("outside")).json()["outside"]
         assert listed[0]["last_problem"]

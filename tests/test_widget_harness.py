@@ -24,7 +24,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from conch_jupyter.render import render_markdown
-from conch_jupyter.talk import ROUND_END_WORDS, end_words, turn_note
+from conch_jupyter.rounds import ROUND_END_WORDS, end_words
+from conch_jupyter.talk import turn_note
 from conch_jupyter.widget.timeline import ChatState, build_items, live_item
 
 from .browser import chromium, screenshot_path

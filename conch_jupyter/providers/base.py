@@ -7,6 +7,7 @@ A failure is a ProviderError whose words are shown to the user as Conch's note.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -48,6 +49,18 @@ class TextDelta:
 class Usage:
     input_tokens: int
     output_tokens: int
+    # Counted by Conch, not reported by the provider (see estimate_usage): marked in the ledger.
+    estimated: bool = False
+
+
+def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
+    """An upper-bound guess where the provider reported no usage (a server that ignores
+    `include_usage`, a reply cut off by Stop or a deadline): about four characters a token,
+    rounded up, for the whole prompt (system and history) and for what was said back. Real
+    tokenizers average at least four characters a token on English, so this rarely undercounts.
+    """
+    asked = len(request.system) + sum(len(t.text) for t in request.turns)
+    return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4), estimated=True)
 
 
 StreamItem = TextDelta | Usage

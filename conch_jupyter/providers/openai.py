@@ -11,13 +11,12 @@ with a `finish_reason`, then (asked for by `stream_options.include_usage`) a chu
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Usage
+from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Usage, estimate_usage
 from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -91,12 +90,6 @@ class OpenAIWire:
             yield usage or estimate_usage(request, text_length)
             return
         raise ProviderError("The reply from the openai provider stopped before it was finished.")
-
-
-def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
-    """About four characters a token: for servers that ignore `include_usage`, so spend is not 0."""
-    asked = len(request.system) + sum(len(t.text) for t in request.turns)
-    return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4))
 
 
 def _is_openai_itself(base_url: str) -> bool:

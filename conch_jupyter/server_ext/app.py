@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Unicode
 
@@ -30,11 +31,26 @@ from ..sealed import SealedFile
 from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
-from .handlers import handlers
+from ..turn import Turns
+from .door_handlers import door_routes
+from .handlers import API_NOT_FOUND, api_routes
+from .outside_handlers import outside_routes
+from .pairing_handlers import pairing_routes
 from .services import ConchServices
 
 KERNEL_KEY_ENV = "CONCH_KERNEL_KEY"
 SERVER_URL_ENV = "CONCH_SERVER_URL"
+
+
+def routes() -> list[tuple[str, type[JupyterHandler]]]:
+    """Every Conch route, relative to base_url: the API (its catch-all last) and the door."""
+    return [
+        *api_routes(),
+        *outside_routes(),
+        *pairing_routes(),
+        API_NOT_FOUND,
+        *door_routes(),
+    ]
 
 
 class ConchApp(ExtensionApp):
@@ -99,15 +115,21 @@ class ConchApp(ExtensionApp):
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
         budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        turns = Turns(
+            store,
+            agents,
+            hub,
+            http,
+            offline_delay=self.offline_delay,
+            retry_delay=self.retry_delay,
+        )
         rounds = RoundService(
             store=store,
             agents=agents,
             hub=hub,
-            http=http,
+            turns=turns,
             budget=budget,
             clock=time.time,
-            offline_delay=self.offline_delay,
-            retry_delay=self.retry_delay,
             outside=outside,
         )
         kernel_key = secrets.token_urlsafe(32)
@@ -121,13 +143,7 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time),
             peers=PeerService(
-                store=store,
-                agents=agents,
-                http=http,
-                clock=time.time,
-                budget=budget,
-                offline_delay=self.offline_delay,
-                retry_delay=self.retry_delay,
+                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
             kernel_key=kernel_key,
@@ -138,7 +154,7 @@ class ConchApp(ExtensionApp):
         self._publish_url()
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers())
+        self.handlers.extend(routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # The port is final only now (port_retries may have moved it).

@@ -1,15 +1,21 @@
-"""The A2A door on HTTP, and the /pairings API that lets someone in: thin tornado adapters.
+"""The A2A door on HTTP: thin tornado adapters over a2a/door/.
 
-The door lives under `base_url` but outside conch/api/, so Jupyter's sign-in does not apply:
+The door lives under `base_url` but outside conch/api/, with its own keys:
   GET  {base_url}.well-known/agent-card.json             the first agent the key was given
   GET  {base_url}a2a/<agent>/.well-known/agent-card.json
-  POST {base_url}a2a/<agent>                              JSON-RPC
-Its handlers are @allow_unauthenticated and check their own keys (a2a/door/rules.py); Jupyter's host
-and origin checks still run first, in APIHandler.prepare. XSRF is off: a door key travels in a
-header, never in a cookie, so no page can make a browser send it.
+  POST {base_url}a2a/<agent>  (or a2a/<agent>/)           JSON-RPC
+and everything else under `a2a/` and `.well-known/`, whatever the method, is a JSON 404 or 405,
+never one of Jupyter's HTML pages.
 
-The /pairings handlers are ConchHandlers (Jupyter auth or the kernel key), like the rest of the
-API; a door key opens nothing there.
+The door never runs Jupyter's sign-in (JupyterHandler.prepare): that asks the server's identity
+provider about every request, and in a JupyterHub single-user server the provider takes any
+`Authorization: Bearer …` for a hub token and sends it to the hub to check. A door key goes
+nowhere but the door's own hash comparison (a2a/door/rules.py). What the door keeps of Jupyter's
+checks it runs itself: the Host check (403, as Jupyter's own) and the Origin check (404), before
+its rules refuse any browser at all. Its handlers are @allow_unauthenticated because Jupyter's
+auth does not apply, so the door answers the same with ServerApp.allow_unauthenticated_access
+off. XSRF is off: a door key travels in a header, never in a cookie, so no page can make a
+browser send it.
 """
 
 from __future__ import annotations
@@ -17,49 +23,37 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from http import HTTPStatus
-from typing import Any
-from urllib.parse import quote
+from typing import Any, ClassVar
 
-from jupyter_server.auth.decorator import allow_unauthenticated, authorized
-from jupyter_server.base.handlers import APIHandler, JupyterHandler
-from pydantic import Field, StrictBool, StrictStr
+from jupyter_server.auth.decorator import allow_unauthenticated
+from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..a2a.door.calls import Refusal, read_call
 from ..a2a.door.card import agent_card
+from ..a2a.door.forwarded import door_address
 from ..a2a.door.pairing import Pairing, PairingError
 from ..a2a.door.rules import Denied
 from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
-from .bodies import Body
-from .handlers import ApiError, ConchHandler
+from .base import (
+    caller_scheme,
+    endpoint_url,
+    error_code,
+    services_of,
+    socket_peer,
+    trusts_forwarded,
+)
 from .services import ConchServices
 
 log = logging.getLogger(__name__)
 
 # Room for a 16,000-character message however it is escaped, and not much more.
 MAX_BODY_BYTES = 256 * 1024
-_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
-
-
-def request_origin(handler: JupyterHandler) -> str:
-    """scheme://host as the caller reached us. With ServerApp.trust_xheaders, tornado has
-    already applied X-Forwarded-Proto (and X-Real-Ip); X-Forwarded-Host is honoured here."""
-    host = handler.request.host
-    if getattr(handler.serverapp, "trust_xheaders", False):
-        forwarded = handler.request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
-        host = forwarded or host
-    if not _HOST.fullmatch(host):
-        host = "localhost"  # a Host no address can hold: the card must still be well formed
-    return f"{handler.request.protocol}://{host}"
-
-
-def endpoint_url(handler: JupyterHandler, agent_id: str) -> str:
-    """The absolute URL of an agent's JSON-RPC endpoint, base_url included."""
-    return f"{request_origin(handler)}{handler.base_url}a2a/{quote(agent_id, safe='')}"
+NOTHING_HERE = Denied(404, "not_found", "There is nothing here.")
+TOO_LARGE = Denied(413, "too_large", "The body is larger than 256 KB.")
 
 
 class DoorError(web.HTTPError):
@@ -70,40 +64,57 @@ class DoorError(web.HTTPError):
         self.denied = denied
 
 
-NOTHING_HERE = Denied(404, "not_found", "There is nothing here.")
-
-
 @web.stream_request_body
 class DoorHandler(APIHandler):
-    """What every door endpoint shares: the gate, the body (read with a limit), the answers."""
+    """What every door endpoint shares: Jupyter's host and origin checks without its sign-in,
+    the gate, the body (read with a limit), the answers in JSON."""
 
     pairing: Pairing
+    # With False, the handler only answers 404 (DoorNotFoundHandler): no key is looked at.
+    gated: ClassVar[bool] = True
+
+    # Not APIHandler's CORS preflight answer: the door lets no browser in, so there is
+    # nothing to allow; OPTIONS gets the same JSON 405 as any method a route does not serve.
+    options = web.RequestHandler._unimplemented_method
 
     def initialize(self) -> None:
         self._body = bytearray()
         self._too_large = False
         self._prepared = False
+        # The door has no Jupyter user (its callers are pairings), and never asks for one.
+        self.current_user = None
 
     @property
     def conch(self) -> ConchServices:
-        services: ConchServices = self.settings["conch"]
-        return services
+        return services_of(self)
+
+    def skip_check_origin(self) -> bool:
+        # Jupyter skips it for token-authenticated requests, asking its identity provider;
+        # no door request is one.
+        return False
 
     def check_xsrf_cookie(self) -> None:
         """No XSRF check: see the module docstring."""
 
     async def prepare(self) -> None:  # type: ignore[override]
-        await super().prepare()  # Jupyter's host (403) and origin (404) checks
+        if not self.check_host():
+            raise web.HTTPError(403)  # Jupyter's words are in its log
+        if not self.check_origin():
+            raise web.HTTPError(404)
         length = self.request.headers.get("Content-Length", "0")
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
-            raise DoorError(Denied(413, "too_large", "The body is larger than 256 KB."))
+            raise DoorError(TOO_LARGE)
         if self.request.connection is not None:
             # A chunked body is cut off at the same size.
             self.request.connection.set_max_body_size(MAX_BODY_BYTES)  # type: ignore[attr-defined]
+        if not self.gated:
+            raise DoorError(NOTHING_HERE)
         verdict = self.conch.door_gate.admit(
             headers=self.request.headers,
-            address=self.request.remote_ip or "",
-            protocol=self.request.protocol,
+            address=door_address(
+                socket_peer(self), self.request.headers, trust_forwarded=trusts_forwarded(self)
+            ),
+            protocol=caller_scheme(self),
             keys=self.conch.pairings.door_keys(),
         )
         if isinstance(verdict, Denied):
@@ -142,10 +153,9 @@ class DoorHandler(APIHandler):
         elif isinstance(error, StoreError | PairingError):
             log.error("Conch door: %s", error)
             denied = Denied(503, "storage", "The door cannot read its pairings right now.")
-        elif isinstance(error, web.HTTPError):  # Jupyter's host check, tornado's 405 …
-            phrase = HTTPStatus(status_code).phrase
-            code = phrase.lower().replace(" ", "_")
-            denied = Denied(status_code, code, error.log_message or f"{phrase}.")
+        elif isinstance(error, web.HTTPError):  # the host check, tornado's 405, a bad path …
+            words = error.log_message or f"{HTTPStatus(status_code).phrase}."
+            denied = Denied(status_code, error_code(status_code), words)
         else:
             denied = Denied(500, "internal", "Something went wrong inside Conch.")
         if denied.status == 401:
@@ -174,7 +184,7 @@ class DoorRpcHandler(DoorHandler):
     @allow_unauthenticated
     async def post(self, agent_id: str) -> None:
         if self._too_large:
-            raise DoorError(Denied(413, "too_large", "The body is larger than 256 KB."))
+            raise DoorError(TOO_LARGE)
         agent = self.scoped_agent(agent_id)
         request_id: RequestId = None
         try:
@@ -196,93 +206,17 @@ class DoorRpcHandler(DoorHandler):
         self.answer(answer)
 
 
-# --- the pairings API -----------------------------------------------------------------------
+class DoorNotFoundHandler(DoorHandler):
+    """Anything else under a2a/ or .well-known/, whatever the method: a JSON 404."""
+
+    gated = False
 
 
-class PairingIn(Body):
-    agents: list[StrictStr] = Field(min_length=1, max_length=20)
-    remote: StrictBool = False
-    label: StrictStr = Field(default="", max_length=80)
-
-
-REMOTE_NOTE = (
-    "Marked remote: this key also works from other computers, only over HTTPS and only while "
-    "c.ConchApp.door_remote is on (it is {state})."
-)
-
-
-class PairingsHandler(ConchHandler):
-    @web.authenticated
-    @authorized
-    def get(self) -> None:
-        pairings = self.conch.pairings.list()
-        self.reply({"pairings": [p.to_public() for p in pairings]})
-
-    @web.authenticated
-    @authorized
-    def post(self) -> None:
-        body = self.body(PairingIn)
-        try:
-            agents = [self.conch.agents.get(agent_id) for agent_id in body.agents]
-        except AgentError as error:
-            raise ApiError(400, "unknown_agent", error.message) from None
-        try:
-            made = self.conch.pairings.create(
-                [(a.id, a.name) for a in agents],
-                address=endpoint_url(self, agents[0].id),
-                remote=body.remote,
-                label=body.label,
-            )
-        except PairingError as error:
-            raise ApiError(400, error.code, error.message) from None
-        data = {**made.pairing.to_public(), "key": made.key, "paste": made.paste}
-        if made.pairing.remote:
-            state = "on" if self.conch.door_gate.remote else "off"
-            data["note"] = REMOTE_NOTE.format(state=state)
-        self.set_header("Cache-Control", "no-store")  # the key is shown this once
-        self.reply(data, 201)
-
-
-class PairingHandler(ConchHandler):
-    @web.authenticated
-    @authorized
-    async def delete(self, pairing_id: str) -> None:
-        try:
-            self.conch.pairings.delete(pairing_id)
-        except PairingError as error:
-            raise ApiError(404, "not_found", error.message) from None
-        await self.conch.peers.forget(pairing_id)
-        self.set_status(204)
-        self.finish()
-
-
-class PairingChatsHandler(ConchHandler):
-    """ "What it said": the chats a pairing's door opened, each readable at /conversations/{id}."""
-
-    @web.authenticated
-    @authorized
-    def get(self, pairing_id: str) -> None:
-        try:
-            self.conch.pairings.get(pairing_id)
-        except PairingError as error:
-            raise ApiError(404, "not_found", error.message) from None
-        store = self.conch.store
-        chats = [
-            {**c.to_json(), "spent_usd": round(store.spent(c.id), 6)}
-            for c in store.peer_chats(pairing_id)
-        ]
-        self.reply({"chats": chats})
-
-
-def door_routes() -> list[tuple[str, type[APIHandler]]]:
-    """The /pairings API (before conch/api's catch-all) and the door's three endpoints."""
-    pairing = r"conch/api/pairings/(?P<pairing_id>[^/]{1,64})"
+def door_routes() -> list[tuple[str, type[DoorHandler]]]:
     agent = r"a2a/(?P<agent_id>[^/]{1,300})"
     return [
-        (r"conch/api/pairings", PairingsHandler),
-        (pairing, PairingHandler),
-        (pairing + r"/chats", PairingChatsHandler),
         (r"\.well-known/agent-card\.json", DoorCardHandler),
         (agent + r"/\.well-known/agent-card\.json", DoorCardHandler),
-        (agent, DoorRpcHandler),
+        (agent + r"/?", DoorRpcHandler),
+        (r"(?:a2a|\.well-known)(?:/.*)?", DoorNotFoundHandler),
     ]

@@ -1,129 +1,25 @@
 """The REST API under {base_url}conch/api/: thin HTTP adapters over the services.
 
-Each handler parses (pydantic), calls a service and serialises. Errors are one JSON shape,
-{"error": {"code", "message"}}, and bad input never becomes a 500. Requests are authenticated by
-Jupyter (token, or cookie + XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here
-and nowhere else.
+Each handler parses (pydantic), calls a service and serialises; errors are base.py's one JSON
+shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
++ XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
-from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.auth.identity import User
-from jupyter_server.base.handlers import APIHandler
-from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..agents import AgentError
-from ..files import StoreError
-from ..service import ChatNotFound
-from ..store import NotFound
+from .base import ApiError, ConchHandler
 from .bodies import AgentIn, AgentPatch, ConversationIn, MessageIn
-from .services import ConchServices
 
-B = TypeVar("B", bound=BaseModel)
-
-MAX_BODY_BYTES = 1_000_000
-KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
-KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
-
-AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
-ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
-
-
-class ApiError(web.HTTPError):
-    """An error the API answers in words: {"error": {"code", "message"}}."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(status, log_message=message.replace("%", "%%"))
-        self.code = code
-        self.message = message
-
-
-class ConchHandler(APIHandler):
-    auth_resource = "conch"
-
-    @property
-    def conch(self) -> ConchServices:
-        services: ConchServices = self.settings["conch"]
-        return services
-
-    async def prepare(self) -> None:  # type: ignore[override]
-        key = self.request.headers.get(KERNEL_KEY_HEADER)
-        if key is None:
-            await super().prepare()
-        else:
-            # A kernel's own key: the host and origin checks still run; no cookie is involved,
-            # so there is nothing for XSRF to protect.
-            if not self.check_host():
-                raise web.HTTPError(403)
-            if not hmac.compare_digest(key.encode(), self.conch.kernel_key.encode()):
-                raise ApiError(403, "bad_kernel_key", "The kernel key is not this server's.")
-            self.current_user = self._jupyter_current_user = KERNEL_USER
-            if not self.check_origin():
-                raise web.HTTPError(404)
-        if len(self.request.body or b"") > MAX_BODY_BYTES:
-            raise ApiError(413, "too_large", "The body is larger than 1 MB.")
-
-    def body(self, model: type[B]) -> B:
-        try:
-            return model.model_validate_json(self.request.body or b"")
-        except ValidationError as error:
-            raise ApiError(400, "invalid", _words(error)) from None
-
-    def reply(self, data: Any, status: int = 200) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
-
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        # Errors we answer in words are not crashes: one line, no traceback (a full disk
-        # would otherwise fill the log with the same trace on every request).
-        if isinstance(value, ANSWERED_IN_WORDS):
-            self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
-        else:
-            super().log_exception(typ, value, tb)
-
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        error = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(error, ApiError):
-            code, message = error.code, error.message
-        elif isinstance(error, ChatNotFound | NotFound):
-            status_code, code, message = 404, "not_found", "There is no such chat."
-        elif isinstance(error, AgentError):
-            status_code = AGENT_ERROR_STATUS.get(error.code, 400)
-            code, message = error.code, error.message
-        elif isinstance(error, StoreError):
-            status_code, code, message = 503, "storage", str(error)
-        elif isinstance(error, web.HTTPError):
-            code = HTTPStatus(status_code).phrase.lower().replace(" ", "_")
-            message = error.log_message or HTTPStatus(status_code).phrase
-        else:
-            code, message = "internal", "Something went wrong inside Conch; see the server log."
-        self.set_status(status_code)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"error": {"code": code, "message": message}}))
-
-
-def _words(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "body"
-    if first["type"] == "json_invalid":
-        return "The body is not valid JSON."
-    if first["type"] == "extra_forbidden":
-        return f"Unknown field: {where}."
-    if first["type"] == "missing":
-        return f"Missing field: {where}."
-    return f"{where}: {first['msg']}."
 
 
 class AgentsHandler(ConchHandler):
@@ -271,13 +167,9 @@ class NotFoundHandler(ConchHandler):
     get = post = patch = put = delete = web.authenticated(authorized(_nothing))
 
 
-def handlers() -> list[tuple[str, type[APIHandler]]]:
-    # door_handlers builds on this module, so it is imported only when the routes are made.
-    from .door_handlers import door_routes
-    from .outside_handlers import outside_routes
-
+def api_routes() -> list[tuple[str, type[ConchHandler]]]:
     chat = r"conch/api/conversations/(?P<conversation_id>[A-Za-z0-9_\-]{1,64})"
-    routes: list[tuple[str, type[APIHandler]]] = [
+    return [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
         (r"conch/api/conversations", ConversationsHandler),
@@ -285,8 +177,8 @@ def handlers() -> list[tuple[str, type[APIHandler]]]:
         (chat + r"/messages", MessagesHandler),
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
-        *door_routes(),
-        *outside_routes(),
-        (r"conch/api(?:/.*)?", NotFoundHandler),
     ]
-    return routes
+
+
+# Last among conch/api/ routes (app.py puts it there).
+API_NOT_FOUND = (r"conch/api(?:/.*)?", NotFoundHandler)

@@ -1,14 +1,17 @@
 """The /outside API: outside agents (A2A agents elsewhere) as thin HTTP adapters.
 
-  GET    conch/api/outside            → {"outside": [OutsideAgent]}
-  POST   conch/api/outside {paste}    → 201 OutsideAgent (its card read; key kept sealed)
-  GET    conch/api/outside/{id}       → OutsideAgent
-  DELETE conch/api/outside/{id}       → 204 (the entry and its key)
-  POST   conch/api/outside/repair     → {"outside": [OutsideAgent]} ("Repair everything")
+  GET    conch/api/outside                → {"outside": [OutsideAgent]}
+  POST   conch/api/outside {paste, name?} → 201 OutsideAgent (its card read; key kept sealed)
+  GET    conch/api/outside/{id}           → OutsideAgent
+  PATCH  conch/api/outside/{id} {name}    → OutsideAgent, renamed (its id stays)
+  DELETE conch/api/outside/{id}           → 204 (the entry and its key)
+  POST   conch/api/outside/repair         → {"outside": [OutsideAgent]} ("Repair everything")
 
-An OutsideAgent is {id, name, address, claim, has_key, last_problem, version, created}: never a
-key. A paste Conch cannot read is 400; an address the guard refuses is 400 too (asking again will
-not help); an agent whose card cannot be read or used is 422, with the reason in words.
+An OutsideAgent is {id, name, address, claim, has_key, last_problem, version, created,
+clashes_with}: never a key. A paste Conch cannot read is 400; an address the guard refuses is 400
+too (asking again will not help); an agent whose card cannot be read or used is 422, with the
+reason in words. A name that is not a name is 400; one that clashes with one of your agents'
+names (or reads as another outside agent's) is 409 `name_taken`, naming the clash.
 """
 
 from __future__ import annotations
@@ -18,14 +21,26 @@ from pydantic import Field
 from tornado import web
 
 from ..a2a.outside.service import OutsideError
+from .base import ApiError, ConchHandler
 from .bodies import Body
-from .handlers import ApiError, ConchHandler
 
-_STATUS = {"not_found": 404, "exists": 409, "invalid_paste": 400, "refused": 400}
+_STATUS = {
+    "not_found": 404,
+    "exists": 409,
+    "name_taken": 409,
+    "invalid_paste": 400,
+    "invalid_name": 400,
+    "refused": 400,
+}
 
 
 class PasteIn(Body):
     paste: str = Field(min_length=1, max_length=10_000)
+    name: str | None = Field(default=None, max_length=200)
+
+
+class RenameIn(Body):
+    name: str = Field(max_length=200)
 
 
 def _api_error(error: OutsideError) -> ApiError:
@@ -43,7 +58,7 @@ class OutsideListHandler(ConchHandler):
     async def post(self) -> None:
         body = self.body(PasteIn)
         try:
-            agent = await self.conch.outside.add(body.paste)
+            agent = await self.conch.outside.add(body.paste, body.name)
         except OutsideError as error:
             raise _api_error(error) from None
         self.reply(agent.to_public(), 201)
@@ -55,6 +70,15 @@ class OutsideAgentHandler(ConchHandler):
     def get(self, outside_id: str) -> None:
         try:
             self.reply(self.conch.outside.get(outside_id).to_public())
+        except OutsideError as error:
+            raise _api_error(error) from None
+
+    @web.authenticated
+    @authorized
+    def patch(self, outside_id: str) -> None:
+        body = self.body(RenameIn)
+        try:
+            self.reply(self.conch.outside.rename(outside_id, body.name).to_public())
         except OutsideError as error:
             raise _api_error(error) from None
 

@@ -60,6 +60,7 @@ class SettingsWidget(KernelWidget):
             "agent.save": self._save_agent,
             "agent.remove": self._remove_agent,
             "outside.add": self._add_outside,
+            "outside.rename": self._rename_outside,
             "outside.remove": self._remove_outside,
             "outside.repair": self._repair_outside,
             "pairing.add": self._add_pairing,
@@ -141,11 +142,20 @@ class SettingsWidget(KernelWidget):
             self.problem = {**self.problem, "outside": "Paste the agent's address first."}
             return
 
+        name = str(content.get("name") or "").strip() or None  # else the card's, if it is clear
+
         async def work() -> None:
-            await self.client().add_outside(paste)
+            await self.client().add_outside(paste, name)
             await self._load("outside", self.client().outside)
 
         await self._act("outside.add", "outside", work)
+
+    async def _rename_outside(self, content: dict[str, Any]) -> None:
+        async def work() -> None:
+            await self.client().rename_outside(str(content.get("id")), str(content.get("name")))
+            await self._load("outside", self.client().outside)
+
+        await self._act("outside.rename", "outside", work)
 
     async def _remove_outside(self, content: dict[str, Any]) -> None:
         async def work() -> None:

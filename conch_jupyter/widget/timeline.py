@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
-from ..talk import end_words
+from ..rounds import EndReason, end_words
 
 Item = dict[str, Any]
 
@@ -246,7 +246,7 @@ def _card_item(card: _Card, state: ChatState, *, live: bool) -> Item:
     spoken = [names.name(a) for a in card.speakers]
     if card.end is not None:
         words = card.end.get("words") or end_words(
-            spoken, int(card.end.get("turns", 0)), str(card.end.get("reason", "done"))
+            spoken, int(card.end.get("turns", 0)), cast(EndReason, card.end.get("reason", "done"))
         )
     else:  # a round the server forgot (it restarted): fold it once it is quiet
         words = end_words(spoken, len(spoken), "done")

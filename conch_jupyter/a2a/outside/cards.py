@@ -5,7 +5,10 @@ host's `/.well-known/agent-card.json`, then the pre-0.3 `/.well-known/agent.json
 that the endpoint a card names is on the host the card came from, so a card cannot send Conch,
 or your key, anywhere else. A place that answers 404, 405, something not JSON, or JSON that is
 not a card is a miss and the search goes on; anything worse (refused, too large, too slow, the
-key refused, too many redirects) ends it at once.
+key refused, too many redirects) ends it at once. One exception: a 403 at the address itself is a
+miss too. That address is often a JSON-RPC endpoint that takes only POST, and a server that
+guards every GET with its own sign-in (Jupyter with allow_unauthenticated_access off, in front of
+an older Conch's door) answers 403 there before its card is ever asked for.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import asyncio
 
 import httpx
 
+from ...deadlines import duration, within
 from ..wire import CardInfo, WireError, parse_card
-from .client import URL_LIMIT, A2AClient, CallFailed, duration, same_host, within
+from .client import URL_LIMIT, A2AClient, CallFailed, same_host
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 OLD_WELL_KNOWN = "/.well-known/agent.json"
@@ -34,16 +38,21 @@ def card_places(address: httpx.URL) -> list[httpx.URL]:
     return list(dict.fromkeys(places))
 
 
-async def read_card(client: A2AClient, places: list[httpx.URL]) -> tuple[CardInfo, httpx.URL]:
-    """The first A2A card at `places`, and the URL it came from (all within card_seconds)."""
+async def read_card(
+    client: A2AClient, places: list[httpx.URL], bare: httpx.URL | None = None
+) -> tuple[CardInfo, httpx.URL]:
+    """The first A2A card at `places`, and the URL it came from (all within card_seconds).
+    `bare` is the address itself, where a 403 is a miss (see above)."""
     seconds = client.limits.card_seconds
     try:
-        return await within(seconds, _search(client, places))
+        return await within(seconds, _search(client, places, bare))
     except asyncio.TimeoutError:
         raise CallFailed("timeout", f"did not show its card within {duration(seconds)}") from None
 
 
-async def _search(client: A2AClient, places: list[httpx.URL]) -> tuple[CardInfo, httpx.URL]:
+async def _search(
+    client: A2AClient, places: list[httpx.URL], bare: httpx.URL | None
+) -> tuple[CardInfo, httpx.URL]:
     unusable: CallFailed | None = None
     last = "nothing answered"
     for place in places:
@@ -53,7 +62,7 @@ async def _search(client: A2AClient, places: list[httpx.URL]) -> tuple[CardInfo,
         except WireError as e:
             unusable = unusable or CallFailed("no_card", f"has a card Conch cannot use: {e}")
         except CallFailed as e:
-            if e.code not in _MISS:
+            if e.code not in _MISS and not (e.status == 403 and place == bare):
                 raise
             last = e.words
     if unusable is not None:
@@ -68,8 +77,9 @@ async def find_agent(
 ) -> tuple[CardInfo, httpx.URL, httpx.URL]:
     """The card of the agent at `address` (looked for at `first` before the usual places), the
     URL it came from, and its endpoint — which must be on that same host."""
-    places = list(dict.fromkeys([*([first] if first else []), *card_places(address)]))
-    card, found_at = await read_card(client, places)
+    usual = card_places(address)
+    places = list(dict.fromkeys([*([first] if first else []), *usual]))
+    card, found_at = await read_card(client, places, bare=usual[0])
     try:
         endpoint = found_at.join(card.endpoint)
     except (httpx.InvalidURL, UnicodeError):

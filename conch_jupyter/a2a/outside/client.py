@@ -20,12 +20,12 @@ import asyncio
 import http
 import json
 import re
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
+from ...deadlines import duration, within
 from ..wire import (
     METHODS,
     REASONS,
@@ -40,7 +40,6 @@ from ..wire import (
 )
 from .guard import Refused
 
-T = TypeVar("T")
 URL_LIMIT = 2_000  # for any address Conch keeps: what a person pastes, a card, an endpoint
 _PASSING_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # A 1.0 agent that answers these to SendMessage is asked again the 0.3 way.
@@ -83,37 +82,6 @@ def same_host(a: httpx.URL, b: httpx.URL) -> bool:
     port_a, port_b = a.port or ports.get(a.scheme), b.port or ports.get(b.scheme)
     default = port_a == ports.get(a.scheme) and port_b == ports.get(b.scheme)
     return a.raw_host.lower() == b.raw_host.lower() and (port_a == port_b or default)
-
-
-async def within(seconds: float, work: Awaitable[T]) -> T:
-    """`work`'s result, or asyncio.TimeoutError once `seconds` have passed (`work` is cancelled
-    and waited for). Not asyncio.wait_for: before Python 3.12 it drops a cancellation that
-    arrives just as the work finishes, and Stop must always stop."""
-    task = asyncio.ensure_future(work)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=seconds)
-    except asyncio.CancelledError:
-        await _stop(task)  # its own cleanup (e.g. telling the agent) runs first
-        raise
-    if not done:
-        await _stop(task)
-        raise asyncio.TimeoutError
-    return task.result()
-
-
-async def _stop(task: asyncio.Future[Any]) -> None:
-    task.cancel()
-    await asyncio.wait({task})
-    if not task.cancelled():
-        task.exception()  # seen: what it ended with no longer matters
-
-
-def duration(seconds: float) -> str:
-    """ "2 minutes", "30 seconds", "0.5 seconds" """
-    if seconds >= 60 and seconds % 60 == 0:
-        minutes = int(seconds // 60)
-        return f"{minutes} minute{'s' * (minutes != 1)}"
-    return f"{seconds:g} second{'s' * (seconds != 1)}"
 
 
 def _amount(size: int) -> str:

@@ -2,7 +2,8 @@
 
 Owns the stored file's shape, the agents as the rest of Conch sees them (OutsideAgent), and the
 names they get: an outside agent is mentioned as @Name like your own agents, so its name follows
-the same rules (agents.py) and is unique, ignoring case, among all of them. Keys are kept only in
+the same rules (names.py); no two outside agents read alike, and none may clash with one of
+yours (service.py checks that, knowing yours). Keys are kept only in
 the sealed file, under "outside:<id>", never in outside.json, `to_public()` or a repr. A file that
 does not read is an error naming it, and is never written over (files.py).
 """
@@ -18,8 +19,8 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ...agents import NAME_MAX, name_problem, slug_of
 from ...files import Stamp, atomic_write_json, file_stamp, read_json
+from ...names import NAME_MAX, name_problem, same_name, slug_of
 from ...sealed import SealedFile
 from ..wire import Version
 from .guard import Home
@@ -47,6 +48,9 @@ class OutsideAgent:
     card_url: str = ""
     home: Home = "public"  # the kind of network its address is on (guard.py)
     created: float = 0.0
+    # Your agent whose name this one's clashes with (kept from before the rule, or a hand-edited
+    # file): mentions of it go to yours until it is renamed. Not stored: it follows your agents.
+    clashes_with: str | None = None
 
     def to_public(self) -> dict[str, Any]:
         """The API's outside agent: never a key."""
@@ -59,6 +63,7 @@ class OutsideAgent:
             "last_problem": self.last_problem,
             "version": self.version,
             "created": self.created,
+            "clashes_with": self.clashes_with,
         }
 
 
@@ -131,10 +136,9 @@ def fit_name(text: str) -> str:
 
 
 def unique_name(name: str, taken: set[str], joiner: str = " ") -> str:
-    """`name`, or "name 2", "name 3"… — the first that is not taken, ignoring case."""
-    folded = {t.casefold() for t in taken}
+    """`name`, or "name 2", "name 3"… — the first that reads as none of `taken` (same_name)."""
     candidate, n = name, 1
-    while candidate.casefold() in folded:
+    while any(same_name(candidate, other) for other in taken):
         n += 1
         candidate = f"{name[: NAME_MAX - len(str(n)) - 1].rstrip(' -')}{joiner}{n}"
     return candidate
@@ -157,7 +161,10 @@ class OutsideList:
         stamp = (file_stamp(self.path), file_stamp(self._secrets.path))
         if self._cache is None or self._cache[0] != stamp:
             keys = set(self._secrets.names())
-            fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {"has_key"}
+            fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {
+                "has_key",
+                "clashes_with",
+            }
             agents = [
                 OutsideAgent(has_key=_secret(s.id) in keys, **{k: getattr(s, k) for k in fields})
                 for s in self.read().agents

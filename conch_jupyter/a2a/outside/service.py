@@ -2,7 +2,11 @@
 
 Owns what happens between a person's action and the wire: an agent is added from a paste (its
 card read through the guard, its endpoint on the card's host, its name fit for @mentions; the
-list itself is listing.py), and `ask` is the one call the round driver makes.
+list itself is listing.py), renamed, and asked (`ask`, the one call the round driver makes).
+
+Names: someone else's card must never decide where your words go. An outside agent's name, the
+card's or the one you give it, may not clash with one of your agents' names (names.clash: equal,
+a start of one another, or alike to the eye): that is refused in words, and you name it.
 
 What an outside agent is sent: exactly the text `ask` is given, as one ROLE_USER message, with the
 chat's contextId for it and, when it asked for input in that context, the task id it asked in.
@@ -19,17 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ...agents import slug_of
+from ...deadlines import duration, within
+from ...names import clashes, first_clash, same_name, slug_of, trimmed_name
 from ...sealed import SealedFile
 from ..wire import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
 from .cards import find_agent
-from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits, duration, within
+from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
 from .listing import (
     OutsideAgent,
@@ -90,16 +96,26 @@ class OutsideAgents:
         return f"OutsideAgents({str(self.path)!r})"
 
     def list(self) -> builtins.list[OutsideAgent]:
-        return self._list.list()
+        """The outside agents, each marked with the agent of yours its name clashes with, if any
+        (names kept from before the rule, or written by hand)."""
+        agents = self._list.list()
+        found = clashes(tuple(sorted(self._taken())), tuple(a.name for a in agents))
+        if not found:
+            return agents
+        return [dataclasses.replace(a, clashes_with=found.get(a.name)) for a in agents]
 
     def get(self, outside_id: str) -> OutsideAgent:
-        return self._list.get(outside_id)
+        self._list.get(outside_id)  # "not found", in words
+        return next(a for a in self.list() if a.id == outside_id)
 
     def remove(self, outside_id: str) -> None:
         self._list.remove(outside_id)
         self._waiting = {k: v for k, v in self._waiting.items() if k[0] != outside_id}
 
-    async def add(self, paste: str) -> OutsideAgent:
+    async def add(self, paste: str, name: str | None = None) -> OutsideAgent:
+        """Add the agent a paste points to, named `name` or else as its card calls itself."""
+        if name is not None:  # a name that cannot be is refused before anything is called
+            self._free_name(name, self._list.read().agents)
         try:
             pasted = read_paste(paste)
         except PasteError as e:
@@ -118,9 +134,16 @@ class OutsideAgents:
         file = self._list.read()  # afresh: the list may have changed while the card was read
         if any(a.endpoint == str(endpoint) for a in file.agents):
             raise OutsideError("exists", f"The agent at {host} is already an outside agent.")
-        taken = self._taken() | {a.name for a in file.agents}
-        base = fit_name(card.name) or fit_name(pasted.name or "") or fit_name(host)
-        name = unique_name(base or "Outside agent", taken)
+        if name is not None:  # again: the lists may have changed while the card was read
+            name = self._free_name(name, file.agents)
+        else:
+            base = fit_name(card.name) or fit_name(pasted.name or "") or fit_name(host)
+            name = unique_name(base or "Outside agent", {a.name for a in file.agents})
+            self._clear_of_yours(
+                name,
+                f"The card calls this agent “{name}”, which",
+                "add it again with a name of its own",
+            )
         agent_id = unique_name(slug_of(name), {a.id for a in file.agents} | _RESERVED_IDS, "-")
         stored = StoredOutside(
             id=agent_id,
@@ -136,11 +159,51 @@ class OutsideAgents:
         self._list.append(file, stored, pasted.key)
         return self.get(agent_id)
 
+    def rename(self, outside_id: str, name: str) -> OutsideAgent:
+        """Give an outside agent a name of your choosing; its id stays."""
+        self.get(outside_id)
+        self._list.update(
+            outside_id, name=self._free_name(name, self._list.read().agents, outside_id)
+        )
+        return self.get(outside_id)
+
+    def _free_name(self, name: str, agents: builtins.list[StoredOutside], keep: str = "") -> str:
+        """A name you give: trimmed, fit to be a name, clear of yours, unlike any other's."""
+        try:
+            name = trimmed_name(name)
+        except ValueError as e:
+            raise OutsideError("invalid_name", str(e)) from None
+        self._clear_of_yours(name, f"“{name}”", "pick another name")
+        for other in agents:
+            if other.id != keep and same_name(other.name, name):
+                raise OutsideError(
+                    "name_taken",
+                    f"An outside agent is already called “{other.name}” (names are compared "
+                    "ignoring case, width, accents and invisible characters, and by how they "
+                    "look): pick another name.",
+                )
+        return name
+
+    def _clear_of_yours(self, name: str, said: str, then: str) -> None:
+        hit = first_clash(name, sorted(self._taken()))
+        if hit:
+            raise OutsideError(
+                "name_taken",
+                f"{said} {hit[1]} the name of your agent “{hit[0]}”: a mention must say whom it "
+                f"means, so {then}.",
+            )
+
     # -- asking ----------------------------------------------------------------------------
 
     async def ask(self, outside_id: str, text: str, context_id: str | None) -> Outcome:
         """Send `text`, and only it; the answer once it is done, or OutsideError in words."""
         agent = self.get(outside_id)
+        if agent.clashes_with:  # the last guard: mentions of it go to yours (mentions.py)
+            raise OutsideError(
+                "name_taken",
+                f"{agent.name} was sent nothing: its name clashes with your agent's "
+                f"“{agent.clashes_with}”, so give it a name of its own first.",
+            )
         key = self._list.key(outside_id)
         waiting = self._waiting.get((outside_id, context_id)) if context_id else None
         try:

@@ -1,0 +1,174 @@
+"""What every Conch handler shares: the services accessor, the API's one JSON error shape, the
+Conch API handler base, and where this server is reached (for addresses handed to others).
+
+Nothing here imports another handler module; handlers.py (the REST API), outside_handlers.py,
+pairing_handlers.py and door_handlers.py build on it, and app.py puts their routes together.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from http import HTTPStatus
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from jupyter_server.auth.identity import User
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from pydantic import BaseModel, ValidationError
+from tornado import web
+
+from ..a2a.door.forwarded import door_scheme
+from ..agents import AgentError
+from ..files import StoreError
+from ..service import ChatNotFound
+from ..store import NotFound
+from .services import ConchServices
+
+B = TypeVar("B", bound=BaseModel)
+
+MAX_BODY_BYTES = 1_000_000
+KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
+KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
+
+AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
+ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
+_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
+
+
+def services_of(handler: web.RequestHandler) -> ConchServices:
+    """Conch's services, kept in the tornado settings by ConchApp."""
+    services: ConchServices = handler.settings["conch"]
+    return services
+
+
+def error_code(status: int) -> str:
+    """An HTTP status as an error code: 405 → "method_not_allowed"."""
+    return HTTPStatus(status).phrase.lower().replace(" ", "_")
+
+
+def trusts_forwarded(handler: JupyterHandler) -> bool:
+    """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
+    return bool(getattr(handler.serverapp, "trust_xheaders", False))
+
+
+def socket_peer(handler: JupyterHandler) -> str:
+    """The address at the other end of the socket, whatever forwarded headers say."""
+    context = getattr(handler.request.connection, "context", None)
+    address = getattr(context, "address", None)
+    if isinstance(address, tuple) and address:
+        return str(address[0])
+    return handler.request.remote_ip or ""
+
+
+def caller_scheme(handler: JupyterHandler) -> str:
+    """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
+    return door_scheme(
+        handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
+    )
+
+
+def request_origin(handler: JupyterHandler) -> str:
+    """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
+    was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
+    host = handler.request.host
+    if trusts_forwarded(handler):
+        forwarded = handler.request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
+        host = forwarded or host
+    if not _HOST.fullmatch(host):
+        host = "localhost"  # a Host no address can hold: the card must still be well formed
+    return f"{caller_scheme(handler)}://{host}"
+
+
+def endpoint_url(handler: JupyterHandler, agent_id: str) -> str:
+    """The absolute URL of an agent's JSON-RPC endpoint, base_url included (the door answers
+    it with and without a trailing slash)."""
+    return f"{request_origin(handler)}{handler.base_url}a2a/{quote(agent_id, safe='')}"
+
+
+class ApiError(web.HTTPError):
+    """An error the API answers in words: {"error": {"code", "message"}}."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(status, log_message=message.replace("%", "%%"))
+        self.code = code
+        self.message = message
+
+
+class ConchHandler(APIHandler):
+    """The API under conch/api/: Jupyter's auth, or the kernel key in X-Conch-Kernel-Key."""
+
+    auth_resource = "conch"
+
+    @property
+    def conch(self) -> ConchServices:
+        return services_of(self)
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        key = self.request.headers.get(KERNEL_KEY_HEADER)
+        if key is None:
+            await super().prepare()
+        else:
+            # A kernel's own key: the host and origin checks still run; no cookie is involved,
+            # so there is nothing for XSRF to protect.
+            if not self.check_host():
+                raise web.HTTPError(403)
+            if not hmac.compare_digest(key.encode(), self.conch.kernel_key.encode()):
+                raise ApiError(403, "bad_kernel_key", "The kernel key is not this server's.")
+            self.current_user = self._jupyter_current_user = KERNEL_USER
+            if not self.check_origin():
+                raise web.HTTPError(404)
+        if len(self.request.body or b"") > MAX_BODY_BYTES:
+            raise ApiError(413, "too_large", "The body is larger than 1 MB.")
+
+    def body(self, model: type[B]) -> B:
+        try:
+            return model.model_validate_json(self.request.body or b"")
+        except ValidationError as error:
+            raise ApiError(400, "invalid", _words(error)) from None
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Errors we answer in words are not crashes: one line, no traceback (a full disk
+        # would otherwise fill the log with the same trace on every request).
+        if isinstance(value, ANSWERED_IN_WORDS):
+            self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
+        else:
+            super().log_exception(typ, value, tb)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(error, ApiError):
+            code, message = error.code, error.message
+        elif isinstance(error, ChatNotFound | NotFound):
+            status_code, code, message = 404, "not_found", "There is no such chat."
+        elif isinstance(error, AgentError):
+            status_code = AGENT_ERROR_STATUS.get(error.code, 400)
+            code, message = error.code, error.message
+        elif isinstance(error, StoreError):
+            status_code, code, message = 503, "storage", str(error)
+        elif isinstance(error, web.HTTPError):
+            code = error_code(status_code)
+            message = error.log_message or HTTPStatus(status_code).phrase
+        else:
+            code, message = "internal", "Something went wrong inside Conch; see the server log."
+        self.set_status(status_code)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"error": {"code": code, "message": message}}))
+
+
+def _words(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "body"
+    if first["type"] == "json_invalid":
+        return "The body is not valid JSON."
+    if first["type"] == "extra_forbidden":
+        return f"Unknown field: {where}."
+    if first["type"] == "missing":
+        return f"Missing field: {where}."
+    return f"{where}: {first['msg']}."

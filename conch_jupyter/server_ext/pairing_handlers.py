@@ -1,0 +1,107 @@
+"""The /pairings API: who may come in through the A2A door, as thin HTTP adapters.
+
+  GET    conch/api/pairings              → {"pairings": [Pairing]} (never a key)
+  POST   conch/api/pairings {agents, remote?, label?}
+                                          → 201 the pairing plus `key` and `paste`, this once
+  DELETE conch/api/pairings/{id}         → 204; the key opens nothing from the next request on
+  GET    conch/api/pairings/{id}/chats   → {"chats": [...]}, "What it said"
+
+ConchHandlers like the rest of the API (Jupyter auth or the kernel key); a door key opens nothing
+here. The address handed to the other side ends in a slash: clients that resolve the card
+relative to the address they were given (the JavaScript SDK does) look in the agent's folder.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from pydantic import Field, StrictBool, StrictStr
+from tornado import web
+
+from ..a2a.door.pairing import PairingError
+from ..agents import AgentError
+from .base import ApiError, ConchHandler, endpoint_url
+from .bodies import Body
+
+
+class PairingIn(Body):
+    agents: list[StrictStr] = Field(min_length=1, max_length=20)
+    remote: StrictBool = False
+    label: StrictStr = Field(default="", max_length=80)
+
+
+REMOTE_NOTE = (
+    "Marked remote: this key also works from other computers, only over HTTPS and only while "
+    "c.ConchApp.door_remote is on (it is {state})."
+)
+
+
+class PairingsHandler(ConchHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        pairings = self.conch.pairings.list()
+        self.reply({"pairings": [p.to_public() for p in pairings]})
+
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        body = self.body(PairingIn)
+        try:
+            agents = [self.conch.agents.get(agent_id) for agent_id in body.agents]
+        except AgentError as error:
+            raise ApiError(400, "unknown_agent", error.message) from None
+        try:
+            made = self.conch.pairings.create(
+                [(a.id, a.name) for a in agents],
+                address=endpoint_url(self, agents[0].id) + "/",
+                remote=body.remote,
+                label=body.label,
+            )
+        except PairingError as error:
+            raise ApiError(400, error.code, error.message) from None
+        data = {**made.pairing.to_public(), "key": made.key, "paste": made.paste}
+        if made.pairing.remote:
+            state = "on" if self.conch.door_gate.remote else "off"
+            data["note"] = REMOTE_NOTE.format(state=state)
+        self.set_header("Cache-Control", "no-store")  # the key is shown this once
+        self.reply(data, 201)
+
+
+class PairingHandler(ConchHandler):
+    @web.authenticated
+    @authorized
+    async def delete(self, pairing_id: str) -> None:
+        try:
+            self.conch.pairings.delete(pairing_id)
+        except PairingError as error:
+            raise ApiError(404, "not_found", error.message) from None
+        await self.conch.peers.forget(pairing_id)
+        self.set_status(204)
+        self.finish()
+
+
+class PairingChatsHandler(ConchHandler):
+    """ "What it said": the chats a pairing's door opened, each readable at /conversations/{id}."""
+
+    @web.authenticated
+    @authorized
+    def get(self, pairing_id: str) -> None:
+        try:
+            self.conch.pairings.get(pairing_id)
+        except PairingError as error:
+            raise ApiError(404, "not_found", error.message) from None
+        store = self.conch.store
+        chats = [
+            {**c.to_json(), "spent_usd": round(store.spent(c.id), 6)}
+            for c in store.peer_chats(pairing_id)
+        ]
+        self.reply({"chats": chats})
+
+
+def pairing_routes() -> list[tuple[str, type[ConchHandler]]]:
+    pairing = r"conch/api/pairings/(?P<pairing_id>[^/]{1,64})"
+    return [
+        (r"conch/api/pairings", PairingsHandler),
+        (pairing, PairingHandler),
+        (pairing + r"/chats", PairingChatsHandler),
+    ]
