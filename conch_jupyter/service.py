@@ -26,6 +26,7 @@ from .files import StoreError
 from .history import Said, system_prompt
 from .hub import Hub
 from .mentions import read_mentions, unclear_note
+from .names import clashes
 from .render import render_markdown
 from .rounds import (
     ROUND_END_WORDS,
@@ -163,6 +164,7 @@ class RoundService:
         conversation = self._require(conversation_id, origins=("user", "peer"))
         room = self._room()
         names = room.names()
+        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
@@ -172,10 +174,14 @@ class RoundService:
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
-            # Who is who, so a view needs no other call to name everyone (issue 10).
+            # Who is who, so a view needs no other call to name everyone (issue 10); an outside
+            # agent's name that clashes with one of yours names yours (the @ picker holds it back).
             "roster": {
                 "agents": [{"id": a.id, "name": a.name} for a in room.agents],
-                "outside": [{"id": i, "name": n} for n, i in room.outside.items()],
+                "outside": [
+                    {"id": i, "name": n, "clashes_with": clashing.get(n)}
+                    for n, i in room.outside.items()
+                ],
             },
             "streaming": self.hub.streaming(conversation_id),
         }
