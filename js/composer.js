@@ -9,6 +9,7 @@
 
 import { disc, h, uid } from "./dom.js";
 import { heldBack, mentionAt, offered } from "./mentions.js";
+import { and } from "./words.js";
 
 /**
  * @typedef {import("./mentions.js").Mention} Mention
@@ -97,12 +98,12 @@ export function composer(state, send) {
       );
     });
     if (held.length) {
-      const yours = held.map((name) => `“${name}”`).join(", ");
+      const yours = and(held.map((name) => `“${name}”`));
       rows.push(
         h("li", {
           class: "conch-mention-held",
           role: "presentation",
-          text: `Not offered: an outside agent whose name clashes with your ${yours}. Rename it in Settings → Outside agents.`,
+          text: `Not offered here: outside agents whose names clash with your ${yours}. Rename them in Settings → Outside agents.`,
         }),
       );
     }

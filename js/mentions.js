@@ -104,8 +104,6 @@ export function sorted(all) {
   /** @type {{mention: Mention, yours: string}[]} */
   const withheld = [];
   for (const mention of [...ours, ...all.filter((m) => m.outside)]) {
-    const key = nameKey(mention.name);
-    if (!key || seen.has(key)) continue;
     if (mention.outside) {
       const yours = mention.clashes_with || ours.find((m) => clashes(mention.name, m.name))?.name;
       if (yours) {
@@ -113,6 +111,8 @@ export function sorted(all) {
         continue;
       }
     }
+    const key = nameKey(mention.name);
+    if (!key || seen.has(key)) continue;
     seen.add(key);
     kept.push(mention);
   }
@@ -122,6 +122,17 @@ export function sorted(all) {
 /** Each entry once, your agent's first, no outside agent clashing with yours. @param {Mention[]} all */
 export function unalike(all) {
   return sorted(all).kept;
+}
+
+/**
+ * A query as a key, or null when it can match no name. Spaces are kept at its ends: "@ " is not
+ * a mention begun, and "@Helper " is a name typed whole (it still matches "Helper Two").
+ * @param {string} query
+ */
+function queryKey(query) {
+  if (/^\s/u.test(query)) return null;
+  const key = nameKey(query);
+  return key && /\s$/u.test(query) ? `${key} ` : key;
 }
 
 /** @param {Mention} mention @param {string} query a key */
@@ -141,7 +152,8 @@ function contains(mention, query) {
  * @param {Mention[]} all @param {string} query @returns {Mention[]}
  */
 export function offered(all, query) {
-  const q = nameKey(query);
+  const q = queryKey(query);
+  if (q === null) return [];
   const distinct = unalike(all);
   const prefix = distinct.filter((m) => matches(m, q));
   const inside = distinct.filter((m) => !prefix.includes(m) && contains(m, q));
@@ -155,9 +167,14 @@ export function offered(all, query) {
  * @param {Mention[]} all @param {string} query @returns {string[]}
  */
 export function heldBack(all, query) {
-  const q = nameKey(query);
-  const yours = sorted(all)
-    .withheld.filter(({ mention }) => matches(mention, q) || contains(mention, q))
-    .map(({ yours }) => yours);
-  return [...new Set(yours)];
+  const q = queryKey(query);
+  if (q === null) return [];
+  const held = new Set(
+    sorted(all)
+      .withheld.filter(({ mention }) => matches(mention, q) || contains(mention, q))
+      .map(({ yours }) => yours),
+  );
+  // In your agents' order; a name the server gave that is not in the list (yet) comes last.
+  const ours = all.filter((m) => !m.outside && held.has(m.name)).map((m) => m.name);
+  return [...new Set([...ours, ...held])];
 }

@@ -25,7 +25,7 @@ export function outsideSection(source, list) {
   const outsideName = /** @type {HTMLInputElement} */ (
     h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the card's" })
   );
-  const askName = h("p", { class: "conch-small conch-ask-name", hidden: true, text: "Give it a name of your own above, then Add again." });
+  const askName = h("p", { class: "conch-small conch-ask-name", hidden: true, text: "Type a name of your own in Name, then Add again." });
   const outsideForm = h(
     "form",
     { class: "conch-form conch-outside-add", onsubmit: (/** @type {Event} */ e) => {

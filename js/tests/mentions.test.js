@@ -29,9 +29,13 @@ test("names that start with the query come first, then names that contain it; yo
 });
 
 test("the query matches by the same key: width, accents and case do not hide a name", () => {
-  const all = [ours("Reséarcher"), ours("Writer")];
+  const all = [ours("Reséarcher"), ours("Writer"), ours("Helper"), ours("Helper Two")];
   assert.deepEqual(names(offered(all, "resea")), ["Reséarcher"]);
   assert.deepEqual(names(offered(all, "ｗｒ")), ["Writer"]);
+  // A space typed after a whole name: only longer names go on; a space first is no mention.
+  assert.deepEqual(names(offered(all, "helper ")), ["Helper Two"]);
+  assert.deepEqual(names(offered(all, " ")), []);
+  assert.deepEqual(names(offered(all, " w")), []);
 });
 
 test("the key is names.py's: accents and invisible characters gone, NFKC, case folded", () => {
@@ -74,6 +78,7 @@ test("an outside agent whose name starts with yours, or is its start, is held ba
   assert.deepEqual(heldBack(all, "researcher p"), ["Researcher"]);
   assert.deepEqual(heldBack(all, "da"), ["Data Bot"]);
   assert.deepEqual(heldBack(all, "help"), []);
+  assert.deepEqual(heldBack(all, " "), []);
 });
 
 test("the server's clashes_with holds an outside agent back: look-alikes only it can see", () => {
@@ -84,6 +89,9 @@ test("the server's clashes_with holds an outside agent back: look-alikes only it
   assert.deepEqual(names(offered(all, "rese")), ["Researcher"]);
   assert.deepEqual(heldBack(all, "rese"), ["Researcher"]);
   assert.deepEqual(heldBack(all, ""), ["Researcher"]);
+  // In your agents' order, each once.
+  const more = [ours("Writer"), ...all, outside("Wrïter"), outside("Researcher 2")];
+  assert.deepEqual(heldBack(more, ""), ["Writer", "Researcher"]);
 });
 
 test("with no agent of yours by that name, an outside agent is offered, marked as outside", () => {
