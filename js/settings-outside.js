@@ -15,6 +15,23 @@ import { confirmButton, field } from "./controls.js";
 import { disc, h } from "./dom.js";
 
 /**
+ * Enter in a one-line field sends its form, as a browser would on its own: in JupyterLab the
+ * notebook's own keys get there first, so the field says it itself. Escape calls `cancel`.
+ * @param {HTMLInputElement} input @param {() => void} send @param {() => void} [cancel]
+ */
+function enterSends(input, send, cancel) {
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      send();
+    } else if (event.key === "Escape" && cancel) {
+      event.preventDefault();
+      cancel();
+    }
+  });
+}
+
+/**
  * @param {import("./settings.js").SettingsSource} source @param {HTMLElement} list
  * @returns {{form: HTMLElement, repair: HTMLElement, draw(): void, onMessage(message: any): void}}
  */
@@ -26,11 +43,13 @@ export function outsideSection(source, list) {
     h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the card's" })
   );
   const askName = h("p", { class: "conch-small conch-ask-name", hidden: true, text: "Type a name of your own in Name, then Add again." });
+  const add = () => source.act({ type: "outside.add", paste: paste.value, name: outsideName.value.trim() || null });
+  enterSends(outsideName, add);
   const outsideForm = h(
     "form",
     { class: "conch-form conch-outside-add", onsubmit: (/** @type {Event} */ e) => {
       e.preventDefault();
-      source.act({ type: "outside.add", paste: paste.value, name: outsideName.value.trim() || null });
+      add();
     } },
     h(
       "div",
@@ -49,11 +68,13 @@ export function outsideSection(source, list) {
     const input = /** @type {HTMLInputElement} */ (
       h("input", { class: "conch-rename-input", maxlength: 40, autocomplete: "off", "aria-label": `New name for ${agent.name}`, value: agent.name })
     );
+    const rename = () => source.act({ type: "outside.rename", id: agent.id, name: input.value.trim() });
+    enterSends(input, rename, () => stopRename());
     const el = h(
       "form",
       { class: "conch-rename", onsubmit: (/** @type {Event} */ e) => {
         e.preventDefault();
-        source.act({ type: "outside.rename", id: agent.id, name: input.value.trim() });
+        rename();
       } },
       input,
       h("button", { type: "submit", class: "conch-button", text: "Save" }),
@@ -99,7 +120,7 @@ export function outsideSection(source, list) {
             editing || h("strong", { text: agent.name }),
             clash && h("span", { class: "conch-row-problem conch-clash", text: clash }),
             h("code", { class: "conch-small", text: agent.address }),
-            agent.claim && h("span", { class: "conch-claim", text: `It says it's run by ${agent.claim}` }),
+            agent.claim && h("span", { class: "conch-claim", text: agent.claim }), // the server's words: "It says it's run by …"
             h("span", { class: "conch-small", text: agent.has_key ? "Key kept, sealed" : "No key" }),
             agent.last_problem && h("span", { class: "conch-row-problem", text: `Last problem: ${agent.last_problem}` }),
           ),

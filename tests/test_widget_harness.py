@@ -709,13 +709,13 @@ def test_settings_outside_agents_and_a_server_without_them(page: Page) -> None:
         "id": "helper",
         "name": "Helper",
         "address": "https://helper.example/a2a",
-        "claim": "Example Org",
+        "claim": "It says it's run by Example Org.",
         "has_key": True,
         "last_problem": "It did not answer in time.",
     }
     mount(page, settings(section="outside", outside=[helper]))
     row = page.locator(".conch-panel:visible .conch-row")
-    expect(row.locator(".conch-claim")).to_have_text("It says it's run by Example Org")
+    expect(row.locator(".conch-claim")).to_have_text("It says it's run by Example Org.")
     problem = row.locator(".conch-row-problem")
     expect(problem).to_have_text("Last problem: It did not answer in time.")
     page.locator(".conch-paste").fill("https://other.example/ key abc")
@@ -774,6 +774,7 @@ def test_settings_outside_agents_ask_for_a_name_rename_and_say_a_clash(page: Pag
     page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-name-asked"))
     name.fill("Scribe")
     name.press("Enter")
+    assert [m["type"] for m in sent(page)].count("outside.add") == 2  # Enter sends it once
     assert sent(page)[-1] == {
         "type": "outside.add",
         "paste": "https://writer.example/",
