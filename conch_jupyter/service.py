@@ -308,7 +308,12 @@ class RoundService:
         try:
             outcome = asking.result()
         except OutsideError as error:
-            self._note(chat.id, f"{turn.agent} did not answer: {error.message}")
+            failed = f"{turn.agent} did not answer: {error.message}"
+            if not error.answered:
+                # Nothing came back at all: the round ends in error, never as if it had answered.
+                log.warning("Conch: chat %s: %s", chat.id, failed)
+                return rnd.handle(ProviderFailed(turn.agent, failed))
+            self._note(chat.id, failed)
             return rnd.handle(OutsideAnswered(turn.agent))
         if outcome.context_id:
             self.store.set_context_id(chat.id, outside_id, outcome.context_id)

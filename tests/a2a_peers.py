@@ -141,7 +141,8 @@ class Peer:
         self.key, self.name, self.organization = key, name, organization
         self.behaviour, self.reply = behaviour, reply
         self.work_seconds = 0.3
-        self.fail_next = 0  # answer this many JSON-RPC posts with HTTP 503 first
+        self.fail_next = 0  # answer this many JSON-RPC posts with `fail_status` first
+        self.fail_status = 503
         self.endpoint_override: str | None = None  # what the card names as the endpoint
         self.received: list[Received] = []
         self.cancelled: list[str] = []
@@ -246,7 +247,7 @@ class Peer:
                 return refused
             if self.fail_next > 0:
                 self.fail_next -= 1
-                return JSONResponse({"error": "busy"}, 503)
+                return JSONResponse({"error": "busy"}, self.fail_status)
             body = self.received[-1].body
             method = body.get("method") if isinstance(body, dict) else None
             if self.speaks == "0.3" and method not in V03_METHODS:

@@ -19,7 +19,8 @@ import pytest
 from conch_jupyter.a2a.outside.cards import card_places, find_agent
 from conch_jupyter.a2a.outside.client import A2AClient, CallFailed, Limits, same_host
 from conch_jupyter.a2a.outside.guard import GuardedTransport
-from conch_jupyter.a2a.wire import CardInfo, Version, parse_outcome, send_params
+from conch_jupyter.a2a.reading import CardInfo, parse_outcome
+from conch_jupyter.a2a.wire import Version, send_params
 
 from .a2a_peers import Answer, Hostile, LoopbackOnly, Peer
 
@@ -447,7 +448,13 @@ def test_the_exact_request_a_call_sends(peer: Peer) -> None:
             "parts": [{"text": "Only this."}],
             "contextId": "ctx-1",
         },
-        "configuration": {"returnImmediately": True},
+        # acceptedOutputModes is optional, but strict 0.3 servers refuse a call without it.
+        "configuration": {
+            "acceptedOutputModes": ["text/plain", "text/markdown"],
+            "returnImmediately": True,
+        },
     }
     assert peer.received[-1].headers["authorization"] == f"Bearer {KEY}"
+    old = send_params("Only this.", version="0.3", message_id="m-1")["configuration"]
+    assert old == {"acceptedOutputModes": ["text/plain", "text/markdown"], "blocking": False}
     assert json.dumps(body).count("Only this.") == 1

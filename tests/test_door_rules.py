@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from a2a.compat.v0_3 import types as types_v03
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard
 from google.protobuf import json_format
 
@@ -20,7 +21,8 @@ from conch_jupyter.a2a.door.calls import (
     task_json,
     version_of,
 )
-from conch_jupyter.a2a.door.card import agent_card, agent_card_v03
+from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
+from conch_jupyter.a2a.door.params import ListParams, SendParams
 from conch_jupyter.a2a.door.peer_turn import peer_prompt
 from conch_jupyter.a2a.door.rules import (
     DoorBounds,
@@ -39,7 +41,6 @@ from conch_jupyter.a2a.door.rules import (
     remote_refusal,
     size_refusal,
 )
-from conch_jupyter.a2a.wire import ListParams, SendParams
 from conch_jupyter.store import DoorTask
 
 from .conftest import Clock
@@ -316,8 +317,11 @@ JSON = "application/json"
         (body("SendStreamingMessage"), JSON, "1.0", -32004, "r1"),
         (body("message/stream"), JSON, "0.3", -32004, "r1"),
         (body("tasks/resubscribe"), JSON, "0.3", -32004, "r1"),
-        (body("ListTaskPushNotificationConfigs"), JSON, "1.0", -32004, "r1"),
-        (body("tasks/pushNotificationConfig/set"), JSON, "0.3", -32004, "r1"),
+        (body("SubscribeToTask"), JSON, "1.0", -32004, "r1"),
+        (body("CreateTaskPushNotificationConfig"), JSON, "1.0", -32003, "r1"),
+        (body("ListTaskPushNotificationConfigs"), JSON, "1.0", -32003, "r1"),
+        (body("tasks/pushNotificationConfig/set"), JSON, "0.3", -32003, "r1"),
+        (body("tasks/pushNotificationConfig/delete"), JSON, "1.0", -32003, "r1"),
         (body("GetTask"), JSON, None, -32009, "r1"),
         (body("GetTask"), JSON, "0.3", -32009, "r1"),
         (body("GetTask"), JSON, "2.0", -32009, "r1"),
@@ -433,7 +437,13 @@ def send(parts: list[Any], role: str = "ROLE_USER") -> SendParams:
 
 def test_message_words() -> None:
     assert message_words(send([{"text": "a"}, {"text": "b"}]), "1.0") == "a\nb"
+    assert message_words(send([{"text": "a", "mediaType": "text/markdown"}]), "1.0") == "a"
     cases = [
+        # The conformance kit's own case (CORE-SEND-003): raw bytes of a made-up media type.
+        (send([{"raw": "dGNr", "mediaType": "application/x-unsupported-tck-type"}]), "1.0", -32005),
+        (send([{"text": "{}", "mediaType": "application/json"}]), "1.0", -32005),
+        (send([{"data": {"a": 1}}]), "1.0", -32005),
+        (send([{"url": "https://x.example/a.png", "mediaType": "image/png"}]), "1.0", -32005),
         (send([{"text": "a"}], role="ROLE_AGENT"), "1.0", -32602),
         (send([{"text": "a"}], role="user"), "1.0", -32602),
         (send([{"text": "a"}]), "0.3", -32602),
@@ -479,6 +489,8 @@ def test_tasks_in_either_version() -> None:
     assert old["kind"] == "task"
     assert old["status"]["state"] == "rejected"
     assert old["status"]["message"]["parts"] == [{"kind": "text", "text": "No."}]
+    # The same task read twice says the same thing, down to the status message's id.
+    assert old == task_json(door_task(state="TASK_STATE_REJECTED", reply=None, words="No."), "0.3")
     assert "artifacts" not in old
     types_v03.Task.model_validate(old)
     assert "history" not in task_json(door_task(), "1.0", history_length=0)
@@ -511,17 +523,34 @@ def test_list_queries_and_pages() -> None:
             list_query(ListParams.model_validate(bad))
 
 
-def test_the_card_is_valid_a2a_1_0_and_its_0_3_twin_is_valid_0_3() -> None:
-    endpoint = "https://host.example/user/a%40b/a2a/writer"
+def test_one_card_reads_as_a2a_1_0_and_as_0_3_as_the_reference_sdk_serves_it() -> None:
+    endpoint = "https://host.example/user/a%40b/a2a/writer/"
     card = agent_card(name="Writer", persona="Writes\u202e well.", endpoint=endpoint)
-    parsed = json_format.ParseDict(card, AgentCard())  # strict: no unknown (0.3) field
-    assert parsed.supported_interfaces[0].url == endpoint
+    parsed = json_format.ParseDict(card, AgentCard(), ignore_unknown_fields=True)
+    # Exactly what a2a-sdk serves for the same agent declaring a 1.0 and a 0.3 interface, with
+    # additionalInterfaces on top (the SDK leaves it out when there is only one 0.3 interface).
+    served = agent_card_to_dict(parsed)
+    assert {k: v for k, v in card.items() if k != "additionalInterfaces"} == served
+    old_reading = types_v03.AgentCard.model_validate(card)
+    assert (old_reading.url, old_reading.preferred_transport) == (endpoint, "JSONRPC")
+    assert [(i.url, i.transport) for i in old_reading.additional_interfaces or []] == [
+        (endpoint, "JSONRPC")
+    ]
+    assert [(i.protocol_version, i.url) for i in parsed.supported_interfaces] == [
+        ("1.0", endpoint),
+        ("0.3", endpoint),
+    ]
     assert parsed.supported_interfaces[0].protocol_binding == "JSONRPC"
     assert parsed.capabilities.extended_agent_card is True
     assert parsed.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
     assert parsed.description == "Writes well."  # cleaned of reordering characters
     assert len(parsed.skills) == 1
     assert agent_card(name="W", persona="", endpoint=endpoint)["description"]
+    # Asked for by a 1.0 method, the card is 1.0 alone: strict parsing finds no unknown member.
+    strict = json_format.ParseDict(
+        agent_card_v1(name="W", persona="", endpoint=endpoint), AgentCard()
+    )
+    assert len(strict.supported_interfaces) == 2
     old = agent_card_v03(name="Writer", persona="Writes.", endpoint=endpoint)
     assert types_v03.AgentCard.model_validate(old).url == endpoint
     assert "supportedInterfaces" not in old

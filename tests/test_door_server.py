@@ -15,6 +15,7 @@ import pytest
 import tornado.httpserver
 from a2a.client import ClientConfig, ClientFactory, create_client
 from a2a.client.client import Client
+from a2a.compat.v0_3 import types as types_v03
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -173,7 +174,7 @@ async def test_the_reference_client_talks_to_the_door_in_1_0(
         card = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
         assert card.name == "Researcher"
         endpoint = f"http://127.0.0.1:{jp_http_port}{jp_base_url}a2a/researcher"
-        assert [i.url for i in card.supported_interfaces] == [endpoint]
+        assert [i.url for i in card.supported_interfaces] == [endpoint, endpoint]  # 1.0, 0.3
         assert made["address"] == endpoint + "/"
 
         task = await sent(client, "What is a conch?", "ctx-1")
@@ -208,9 +209,13 @@ async def test_the_reference_client_in_its_0_3_mode(api: Api, door: str) -> None
     ) as http:
         card = AgentCard()
         json_format.ParseDict(
-            (await http.get(f"{door}a2a/writer/.well-known/agent-card.json")).json(), card
+            (await http.get(f"{door}a2a/writer/.well-known/agent-card.json")).json(),
+            card,
+            ignore_unknown_fields=True,
         )
-        card.supported_interfaces[0].protocol_version = "0.3"
+        # The card offers the endpoint the 1.0 way first: take its 0.3 interface alone.
+        assert card.supported_interfaces[1].protocol_version == "0.3"
+        del card.supported_interfaces[0]
         client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
         task = await sent(client, "Hello from 0.3")
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -230,7 +235,7 @@ async def test_the_reference_client_in_its_0_3_mode(api: Api, door: str) -> None
     ]
 
 
-async def test_the_card_is_a_strict_a2a_1_0_card(api: Api, door: str, jp_http_port: int) -> None:
+async def test_one_card_for_a2a_1_0_and_0_3(api: Api, door: str, jp_http_port: int) -> None:
     await api(
         "PATCH", "agents/researcher", {"persona": "Finds things.", "instructions": "SECRET-1"}
     )
@@ -239,8 +244,9 @@ async def test_the_card_is_a_strict_a2a_1_0_card(api: Api, door: str, jp_http_po
         root = (await http.get(f"{door}.well-known/agent-card.json")).json()
         writer = (await http.get(f"{door}a2a/writer/.well-known/agent-card.json")).json()
     for card in (root, writer):
-        json_format.ParseDict(card, AgentCard())  # strict: an unknown (0.3) field would raise
-        assert not {"url", "protocolVersion", "preferredTransport", "security"} & set(card)
+        new = json_format.ParseDict(card, AgentCard(), ignore_unknown_fields=True)
+        old = types_v03.AgentCard.model_validate(card)  # strict: a missing url would raise
+        assert [i.url for i in new.supported_interfaces] == [old.url, old.url]
         assert "bearer" in card["securitySchemes"]
         assert len(card["skills"]) == 1
     assert root["name"] == "Researcher"
@@ -509,7 +515,8 @@ async def test_bad_input_gets_a_json_rpc_error_or_a_4xx(api: Api, door: str) -> 
         ("a lookalike method", {"method": "GetTаsk"}, -32601),
         ("streaming", {"method": "SendStreamingMessage"}, -32004),
         ("resubscribing", {"method": "SubscribeToTask"}, -32004),
-        ("push", {"method": "CreateTaskPushNotificationConfig"}, -32004),
+        ("push", {"method": "CreateTaskPushNotificationConfig"}, -32003),
+        ("0.3 push", {"method": "tasks/pushNotificationConfig/set", "version": "0.3"}, -32003),
         ("no A2A-Version for a 1.0 method", {"method": "GetTask", "version": None}, -32009),
         ("a version not spoken", {"method": "GetTask", "version": "2.0"}, -32009),
         ("a 0.3 name said to be 1.0", {"method": "tasks/get", "version": "1.0"}, -32009),
@@ -524,6 +531,7 @@ async def test_bad_input_gets_a_json_rpc_error_or_a_4xx(api: Api, door: str) -> 
         ("a made-up state", {"method": "ListTasks", "params": {"status": "DONE"}}, -32602),
         ("parts as text", sending("hi"), -32602),
         ("a file part", sending([{"raw": "aGk=", "mediaType": "text/plain"}]), -32005),
+        ("a made-up media type", sending([{"raw": "dGNr", "mediaType": "x/y"}]), -32005),
         ("an agent's role", sending([{"text": "hi"}], role="ROLE_AGENT"), -32602),
         ("a hidden character in an id", sending([{"text": "hi"}], message_id="m\u202e1"), -32602),
         ("no words", sending([{"text": "  \n "}]), -32602),

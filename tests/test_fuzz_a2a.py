@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from conch_jupyter.a2a.door.calls import Call, Refusal, read_call
 from conch_jupyter.a2a.outside.paste import Paste, PasteError, read_paste
-from conch_jupyter.a2a.wire import CardInfo, Outcome, WireError, parse_card, parse_outcome
+from conch_jupyter.a2a.reading import CardInfo, Outcome, parse_card, parse_outcome
+from conch_jupyter.a2a.wire import WireError
 
 from .jupyter_process import JupyterProcess
 

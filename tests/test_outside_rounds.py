@@ -8,6 +8,7 @@ nobody, and quoted to your next agent as data. Stop cancels the wait and the tas
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from typing import Any
@@ -178,6 +179,33 @@ async def test_a_failing_outside_agent_is_said_in_words_and_the_round_goes_on(
     assert chat["messages"][-1]["agent"] == "researcher"
     assert (chat["events"][-1]["reason"], chat["events"][-1]["turns"]) == ("done", 2)
     assert listed["outside"][0]["last_problem"]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_an_outside_agent_that_does_not_answer_ends_the_round_in_error(
+    api: Api, models: ScriptedModels, caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    models.responder = lambda body: Reply(text="I should not be asked.")
+    with Peer() as peer:
+        peer.fail_next, peer.fail_status = 100, status
+        await add_outside(api, peer)
+        await researcher_on(api, models)
+        with caplog.at_level(logging.WARNING, logger="conch_jupyter"):
+            chat_id = await chat_with(api, "@Helper try, @Researcher then you")
+            chat = await settled(api, chat_id)
+        _, listed = await api("GET", "outside")
+        sends = len(peer.sends())
+    assert sends == 2  # the message, and one more try after a moment
+    ended = chat["events"][-1]
+    assert (ended["type"], ended["reason"], ended["turns"]) == ("round.ended", "error", 0)
+    assert ended["words"] == "The round ended before anyone answered: something went wrong"
+    assert not any(m["role"] in ("outside", "agent") for m in chat["messages"])
+    assert models.requests == []  # the round did not go on as if Helper had answered
+    said = f"Helper did not answer: Helper answered HTTP {status}"
+    assert [m["text"] for m in chat["messages"] if m["role"] == "note"][-1].startswith(said)
+    assert listed["outside"][0]["last_problem"].startswith(f"Helper answered HTTP {status}")
+    logged = [r.getMessage() for r in caplog.records if said in r.getMessage()]
+    assert len(logged) == 1, logged
 
 
 async def test_your_agents_cannot_take_an_outside_agents_name(api: Api) -> None:

@@ -1,9 +1,10 @@
-"""A2A on the wire, once, for both directions: the client that calls outside agents and the door.
+"""A2A on the wire, once, for both directions: task states, JSON-RPC, the one method table,
+and every message, task and call Conch sends (as the door or as a caller).
 
 A2A 1.0 (ProtoJSON: camelCase, enums by proto name, defaults omitted) is what we speak; 0.3 is
-read, and answered when a caller used its method names. Whatever comes in from elsewhere is
-parsed leniently into small dataclasses (Outcome, CardInfo) with the text cleaned and cut; what we
-send is built by the functions here, so a 1.0 object never carries a 0.3 field.
+read, and answered when a caller used its method names. What we send is built by the functions
+here, so a 1.0 object never carries a 0.3 field. What comes back from an outside agent is read in
+reading.py; what a caller sends the door is parsed by params.py.
 
 Facts: ../shared/A2A.md (A2A v1.0.1 specification, v0.3.0 for the older names).
 """
@@ -11,17 +12,14 @@ Facts: ../shared/A2A.md (A2A v1.0.1 specification, v0.3.0 for the older names).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..talk import clean_text
 
 Version = Literal["1.0", "0.3"]
 VERSION_HEADER = "A2A-Version"
-
 # --- task states -------------------------------------------------------------------------
 
 STATES_V03 = {
@@ -130,7 +128,50 @@ def rpc_error(
     }
 
 
+# --- methods -----------------------------------------------------------------------------
+
+# What a call asks for. Conch offers neither streaming nor push notifications, but knows their
+# names, so the door answers them with A2A's own codes rather than "method not found".
+Op = Literal["send", "get", "list", "cancel", "card", "stream", "push"]
+
+# Every method of either version, once: the door reads names with it, the client writes them.
+METHODS: dict[str, tuple[Op, Version]] = {
+    "SendMessage": ("send", "1.0"),
+    "GetTask": ("get", "1.0"),
+    "ListTasks": ("list", "1.0"),
+    "CancelTask": ("cancel", "1.0"),
+    "GetExtendedAgentCard": ("card", "1.0"),
+    "SendStreamingMessage": ("stream", "1.0"),
+    "SubscribeToTask": ("stream", "1.0"),
+    "CreateTaskPushNotificationConfig": ("push", "1.0"),
+    "GetTaskPushNotificationConfig": ("push", "1.0"),
+    "ListTaskPushNotificationConfigs": ("push", "1.0"),  # the name a2a-sdk 1.3 sends
+    "ListTaskPushNotificationConfig": ("push", "1.0"),
+    "DeleteTaskPushNotificationConfig": ("push", "1.0"),
+    "message/send": ("send", "0.3"),
+    "tasks/get": ("get", "0.3"),
+    "tasks/cancel": ("cancel", "0.3"),
+    "agent/getAuthenticatedExtendedCard": ("card", "0.3"),
+    "message/stream": ("stream", "0.3"),
+    "tasks/resubscribe": ("stream", "0.3"),
+    "tasks/pushNotificationConfig/set": ("push", "0.3"),
+    "tasks/pushNotificationConfig/get": ("push", "0.3"),
+    "tasks/pushNotificationConfig/list": ("push", "0.3"),
+    "tasks/pushNotificationConfig/delete": ("push", "0.3"),
+}
+_NAMES = {entry: name for name, entry in reversed(METHODS.items())}  # the first name wins
+
+
+def method_name(op: Op, version: Version) -> str:
+    """The name a call goes out under; KeyError for one the version does not have."""
+    return _NAMES[(op, version)]
+
+
 # --- messages and tasks we build ---------------------------------------------------------
+
+
+# What Conch can show of an answer: words (its Markdown is rendered sealed).
+ACCEPTED_OUTPUT_MODES = ("text/plain", "text/markdown")
 
 
 def new_id() -> str:
@@ -178,8 +219,14 @@ def task(
     """A task object: the reply (if any) as an artifact; a refusal's words as the status message."""
     status: dict[str, Any] = {"state": STATES_V03[state] if version == "0.3" else state}
     if status_text:
+        # Derived from the task, so the same words keep the same id from one read to the next.
         status["message"] = message(
-            status_text, role="agent", version=version, context_id=context_id, task_id=task_id
+            status_text,
+            role="agent",
+            version=version,
+            context_id=context_id,
+            task_id=task_id,
+            message_id=f"{task_id}-status",
         )
     if timestamp:
         status["timestamp"] = timestamp
@@ -195,98 +242,11 @@ def task(
     return out
 
 
-# --- what comes back from an outside agent -----------------------------------------------
-
-ANSWER_TEXT_LIMIT = 16_000
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """An outside agent's answer, read leniently from either version and cleaned."""
-
-    state: str  # a 1.0 state name; TASK_STATE_COMPLETED for a bare message
-    text: str
-    task_id: str | None = None
-    context_id: str | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.state in TERMINAL or self.state in INTERRUPTED
+# --- calling an outside agent ------------------------------------------------------------
 
 
 class WireError(ValueError):
     """An answer that is not A2A: the words say what is wrong with it."""
-
-
-def parse_outcome(result: Any) -> Outcome:
-    """SendMessage/GetTask results: {"task": …} / {"message": …} (1.0), or a bare object (0.3)."""
-    if not isinstance(result, dict):
-        raise WireError("the answer's result is not an object")
-    if isinstance(result.get("task"), dict):
-        return _task_outcome(result["task"])
-    if isinstance(result.get("message"), dict):
-        return _message_outcome(result["message"])
-    kind = result.get("kind")
-    if kind == "message" or ("parts" in result and "status" not in result):
-        return _message_outcome(result)
-    if kind == "task" or "status" in result:
-        return _task_outcome(result)
-    raise WireError("the answer holds neither a task nor a message")
-
-
-def _message_outcome(raw: dict[str, Any]) -> Outcome:
-    return Outcome(
-        state="TASK_STATE_COMPLETED",
-        text=_texts(raw.get("parts")),
-        task_id=_str(raw.get("taskId")),
-        context_id=_str(raw.get("contextId")),
-    )
-
-
-def _task_outcome(raw: dict[str, Any]) -> Outcome:
-    status = raw.get("status")
-    if not isinstance(status, dict):
-        raise WireError("the task has no status")
-    state = state_v1(status.get("state"))
-    if not state:
-        raise WireError("the task's state is not an A2A task state")
-    pieces = []
-    artifacts = raw.get("artifacts")
-    if isinstance(artifacts, list):
-        pieces += [_texts(a.get("parts")) for a in artifacts[:20] if isinstance(a, dict)]
-    status_message = status.get("message")
-    if isinstance(status_message, dict) and not any(pieces):
-        pieces.append(_texts(status_message.get("parts")))
-    task_id = _str(raw.get("id"))
-    if not task_id:
-        raise WireError("the task has no id")
-    return Outcome(
-        state=state,
-        text=clean_text("\n\n".join(p for p in pieces if p), ANSWER_TEXT_LIMIT) if pieces else "",
-        task_id=task_id,
-        context_id=_str(raw.get("contextId")),
-    )
-
-
-def _texts(parts: Any) -> str:
-    if not isinstance(parts, list):
-        return ""
-    texts = [
-        p["text"] for p in parts[:100] if isinstance(p, dict) and isinstance(p.get("text"), str)
-    ]
-    return clean_text("\n".join(texts), ANSWER_TEXT_LIMIT) if texts else ""
-
-
-def _str(value: Any) -> str | None:
-    return value[:200] if isinstance(value, str) and value else None
-
-
-# --- calling an outside agent ------------------------------------------------------------
-
-METHODS: dict[Version, dict[str, str]] = {
-    "1.0": {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
-    "0.3": {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel"},
-}
 
 
 def rpc_call(method: str, params: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
@@ -302,7 +262,10 @@ def send_params(
     message_id: str | None = None,
 ) -> dict[str, Any]:
     """SendMessage's params: the one message and nothing else. The answer comes back at once and
-    a working task is polled, so a slow agent never holds one HTTP request open for minutes."""
+    a working task is polled, so a slow agent never holds one HTTP request open for minutes.
+
+    The accepted output modes are optional in both versions, but strict 0.3 servers refuse a
+    configuration without them."""
     msg = message(
         text,
         role="user",
@@ -311,7 +274,8 @@ def send_params(
         task_id=task_id,
         message_id=message_id,
     )
-    config = {"returnImmediately": True} if version == "1.0" else {"blocking": False}
+    wait: dict[str, Any] = {"returnImmediately": True} if version == "1.0" else {"blocking": False}
+    config = {"acceptedOutputModes": list(ACCEPTED_OUTPUT_MODES), **wait}
     return {"message": msg, "configuration": config}
 
 
@@ -339,144 +303,3 @@ def rpc_answer(body: Any) -> Any:
     if "result" not in body:
         raise WireError("the answer holds neither a result nor an error")
     return body["result"]
-
-
-# --- an outside agent's card -------------------------------------------------------------
-
-CARD_NAME_LIMIT = 100
-CARD_TEXT_LIMIT = 400
-
-
-@dataclass(frozen=True)
-class CardInfo:
-    """What Conch takes from an agent card. Everything but the endpoint is the agent's claim."""
-
-    name: str
-    description: str
-    organization: str
-    endpoint: str  # as written on the card: the caller resolves it and checks its host
-    version: Version
-
-    def claim(self) -> str:
-        said = []
-        if self.organization:
-            said.append(f"It says it's run by {self.organization}.")
-        if self.description:
-            end = "" if self.description.endswith((".", "!", "?", "…")) else "."
-            said.append(f"It describes itself as “{self.description}”{end}")
-        return " ".join(said) or "It says nothing about who runs it."
-
-
-def _line(value: Any, limit: int) -> str:
-    return " ".join(clean_text(value, limit).split()) if isinstance(value, str) else ""
-
-
-def parse_card(raw: Any) -> CardInfo:
-    """A 1.0 card (supportedInterfaces, JSON-RPC first) or a 0.3 one (url, preferredTransport)."""
-    if not isinstance(raw, dict):
-        raise WireError("the card is not a JSON object")
-    endpoint, version = _jsonrpc_interface(raw)
-    provider = raw.get("provider")
-    return CardInfo(
-        name=_line(raw.get("name"), CARD_NAME_LIMIT),
-        description=_line(raw.get("description"), CARD_TEXT_LIMIT),
-        organization=_line(provider.get("organization"), CARD_NAME_LIMIT)
-        if isinstance(provider, dict)
-        else "",
-        endpoint=endpoint,
-        version=version,
-    )
-
-
-def _jsonrpc_interface(raw: dict[str, Any]) -> tuple[str, Version]:
-    interfaces = raw.get("supportedInterfaces")
-    for entry in interfaces[:20] if isinstance(interfaces, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-            continue
-        if str(entry.get("protocolBinding", "")).upper() == "JSONRPC":
-            old = str(entry.get("protocolVersion", "")).startswith("0.")
-            return entry["url"], "0.3" if old else "1.0"
-    if isinstance(raw.get("url"), str):
-        if str(raw.get("preferredTransport") or "JSONRPC").upper() == "JSONRPC":
-            return raw["url"], "0.3"
-        extra = raw.get("additionalInterfaces")
-        for entry in extra[:20] if isinstance(extra, list) else []:
-            if (
-                isinstance(entry, dict)
-                and isinstance(entry.get("url"), str)
-                and str(entry.get("transport", "")).upper() == "JSONRPC"
-            ):
-                return entry["url"], "0.3"
-    if isinstance(interfaces, list) or isinstance(raw.get("url"), str):
-        raise WireError("the card offers no JSON-RPC interface, and Conch speaks A2A over JSON-RPC")
-    raise WireError("the card names no interface (neither supportedInterfaces nor url)")
-
-
-def message_text(raw: Any) -> str | None:
-    """The text of a message someone sent us (either version); None if it is not one."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("parts"), list):
-        return None
-    texts = [p.get("text") for p in raw["parts"] if isinstance(p, dict)]
-    if not texts or not all(isinstance(t, str) for t in texts):
-        return None
-    return "\n".join(t for t in texts if isinstance(t, str))
-
-
-# --- what a paired agent sends the door --------------------------------------------------
-
-ID_LIMIT = 200
-
-
-def _plain_id(value: str) -> str:
-    # Ids are echoed back and stored: no control, invisible or reordering characters, no spaces.
-    if not value or value != clean_text(value, ID_LIMIT) or any(c.isspace() for c in value):
-        raise ValueError(f"must be 1 to {ID_LIMIT} visible characters without spaces")
-    return value
-
-
-PlainId = Annotated[str, AfterValidator(_plain_id)]
-
-
-class _Params(BaseModel):
-    # Strict: a number where text belongs is a wrong type, not something to convert. Members we
-    # do not know are ignored, as A2A asks of servers, so a newer caller's extras do no harm.
-    model_config = ConfigDict(extra="ignore", strict=True, alias_generator=to_camel)
-
-
-class InMessage(_Params):
-    message_id: PlainId
-    role: str = Field(max_length=20)
-    parts: list[dict[str, Any]] = Field(min_length=1, max_length=100)
-    context_id: PlainId | None = None
-    task_id: PlainId | None = None
-
-
-class SendParams(_Params):
-    """SendMessage (1.0) and message/send (0.3)."""
-
-    message: InMessage
-    configuration: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class TaskParams(_Params):
-    """GetTask/CancelTask (1.0), tasks/get and tasks/cancel (0.3)."""
-
-    id: PlainId
-    history_length: int | None = Field(default=None, ge=0)
-
-
-class ListParams(_Params):
-    """ListTasks (1.0 only)."""
-
-    context_id: PlainId | None = None
-    status: str | None = Field(default=None, max_length=40)
-    page_size: int | None = Field(default=None, ge=0, le=100)
-    page_token: str | None = Field(default=None, max_length=20)
-    history_length: int | None = Field(default=None, ge=0)
-    status_timestamp_after: str | None = Field(default=None, max_length=40)
-    include_artifacts: bool | None = None
-
-
-class NoParams(_Params):
-    """GetExtendedAgentCard and its 0.3 name take nothing."""

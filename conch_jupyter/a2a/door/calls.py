@@ -4,12 +4,14 @@ A body becomes a Call, or a Refusal whose words say what is wrong, in this order
 
 0. the content type must be application/json (-32005), the body UTF-8 JSON (-32700);
 1. the envelope: one JSON-RPC 2.0 request object, no batch (-32600);
-2. the method: known (-32601), offered (streaming -32004, push -32003), and of the A2A version the
-   `A2A-Version` header names (missing means 0.3; anything but 1.0 and 0.3 is -32009);
-3. the params: the method's shape, strictly typed (-32602).
+2. the method: known (-32601), offered (streaming: UnsupportedOperation -32004; push
+   configuration: PushNotificationNotSupported -32003), and of the A2A version the `A2A-Version`
+   header names (missing means 0.3; anything but 1.0 and 0.3 is -32009);
+3. the params: the method's shape, strictly typed (-32602) (params.py);
+4. the message: words from a user; a part of another media type is ContentTypeNotSupported
+   (-32005).
 
-Answers are built with a2a/wire.py (and card.py), so a 1.0 answer never carries a 0.3 field
-and the other way round: a 0.3 name gets a 0.3 answer, even for the card.
+Answers are built with a2a/wire.py (and card.py): a 0.3 name gets a 0.3 answer.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,35 +27,22 @@ from ...files import describe_validation_error
 from ...store import DoorTask
 from ...talk import clean_text
 from ..wire import (
+    METHODS,
     STATES_V03,
     VERSION_HEADER,
     ErrorCode,
-    ListParams,
-    NoParams,
+    Op,
     RequestId,
     RpcRequest,
-    SendParams,
-    TaskParams,
     Version,
     message,
     rpc_error,
     task,
 )
+from .params import ListParams, NoParams, SendParams, TaskParams
 
-Op = Literal["send", "get", "list", "cancel", "card"]
 Params = SendParams | TaskParams | ListParams | NoParams
 
-METHODS: dict[str, tuple[Op, Version]] = {
-    "SendMessage": ("send", "1.0"),
-    "GetTask": ("get", "1.0"),
-    "ListTasks": ("list", "1.0"),
-    "CancelTask": ("cancel", "1.0"),
-    "GetExtendedAgentCard": ("card", "1.0"),
-    "message/send": ("send", "0.3"),
-    "tasks/get": ("get", "0.3"),
-    "tasks/cancel": ("cancel", "0.3"),
-    "agent/getAuthenticatedExtendedCard": ("card", "0.3"),
-}
 _PARAMS: dict[Op, type[BaseModel]] = {
     "send": SendParams,
     "get": TaskParams,
@@ -61,15 +50,6 @@ _PARAMS: dict[Op, type[BaseModel]] = {
     "list": ListParams,
     "card": NoParams,
 }
-STREAMING = frozenset(
-    {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
-)
-_PUSH_1_0 = ("Create", "Get", "List", "Delete")
-PUSH = frozenset(
-    {f"{verb}TaskPushNotificationConfig" for verb in _PUSH_1_0}
-    | {"ListTaskPushNotificationConfigs"}  # the name a2a-sdk 1.3 sends
-    | {f"tasks/pushNotificationConfig/{verb}" for verb in ("set", "get", "list", "delete")}
-)
 PAGE_SIZE = 50
 
 
@@ -166,24 +146,22 @@ def _call(request_id: RequestId, method: str, params: Any, version_header: str |
     def refuse(code: int, words: str) -> Refusal:
         return Refusal(code, words, request_id=request_id)
 
-    if method in STREAMING:
-        raise refuse(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            "Streaming is not offered here: send SendMessage (or message/send) and the answer "
-            "comes back in one go.",
-        )
-    if method in PUSH:
-        # The decision record answers push as "unsupported" (-32004), like streaming; A2A's
-        # own push code (-32003) says the same thing less plainly to a generic client.
-        raise refuse(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            "Push notifications are not offered here: the answer comes back in the reply.",
-        )
     entry = METHODS.get(method)
     if entry is None:
         shown = " ".join(clean_text(method, 60).split())
         raise refuse(ErrorCode.METHOD_NOT_FOUND, f"There is no method “{shown}” here.")
     op, version = entry
+    if op == "stream":
+        raise refuse(
+            ErrorCode.UNSUPPORTED_OPERATION,
+            "Streaming is not offered here: send SendMessage (or message/send) and the answer "
+            "comes back in one go.",
+        )
+    if op == "push":
+        raise refuse(
+            ErrorCode.PUSH_NOT_SUPPORTED,
+            "Push notifications are not offered here: the answer comes back in the reply.",
+        )
     asked = version_of(version_header)
     if asked is None:
         shown = clean_text(version_header or "", 20)
@@ -219,7 +197,9 @@ def message_words(params: SendParams, version: Version) -> str:
         raise Refusal(ErrorCode.INVALID_PARAMS, f"A message to the agent has the role {role}.")
     texts = []
     for part in params.message.parts:
-        if "text" not in part:
+        media = part.get("mediaType")
+        words_only = media is None or (isinstance(media, str) and media.startswith("text/"))
+        if "text" not in part or not words_only:
             raise Refusal(
                 ErrorCode.CONTENT_TYPE_NOT_SUPPORTED,
                 "This agent takes words only: send text parts, no files or data.",

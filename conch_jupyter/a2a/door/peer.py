@@ -21,10 +21,11 @@ from ...spend import Budget, month_spent_over
 from ...store import Conversation, Store
 from ...talk import clean_text
 from ...turn import Turns
-from ..wire import STATES_V03, ErrorCode, ListParams, SendParams, TaskParams, Version, new_id
+from ..wire import STATES_V03, ErrorCode, Version, new_id
 from .calls import Call, Refusal, list_json, list_query, message_words, task_json
-from .card import agent_card, agent_card_v03
+from .card import agent_card_v03, agent_card_v1
 from .pairing import Pairing
+from .params import ListParams, SendParams, TaskParams
 from .peer_turn import PeerTurn, Running
 from .rules import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
 
@@ -60,7 +61,7 @@ class PeerService:
             return await self.cancel(pairing, agent, params, version)
         if isinstance(params, ListParams):
             return self.list_tasks(pairing, agent, params)
-        card = agent_card if version == "1.0" else agent_card_v03
+        card = agent_card_v1 if version == "1.0" else agent_card_v03
         return card(name=agent.name, persona=agent.persona, endpoint=endpoint)
 
     async def send(

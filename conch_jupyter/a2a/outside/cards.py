@@ -18,7 +18,8 @@ import asyncio
 import httpx
 
 from ...deadlines import duration, within
-from ..wire import CardInfo, WireError, parse_card
+from ..reading import CardInfo, parse_card
+from ..wire import WireError
 from .client import URL_LIMIT, A2AClient, CallFailed, same_host
 
 WELL_KNOWN = "/.well-known/agent-card.json"

@@ -27,13 +27,14 @@ import httpx
 
 from ...deadlines import duration, within
 from ..wire import (
-    METHODS,
     REASONS,
     VERSION_HEADER,
     ErrorCode,
+    Op,
     RpcFault,
     Version,
     WireError,
+    method_name,
     new_id,
     rpc_answer,
     rpc_call,
@@ -148,10 +149,10 @@ class A2AClient:
         raise CallFailed("rpc", "does not answer A2A's methods")
 
     async def call(
-        self, endpoint: httpx.URL, version: Version, method: str, params: dict[str, Any]
+        self, endpoint: httpx.URL, version: Version, op: Op, params: dict[str, Any]
     ) -> Any:
-        """One call (`method` is "send", "get" or "cancel"); its result, or CallFailed."""
-        body = json.dumps(rpc_call(METHODS[version][method], params, new_id())).encode()
+        """One call (`op` is "send", "get" or "cancel"); its result, or CallFailed."""
+        body = json.dumps(rpc_call(method_name(op, version), params, new_id())).encode()
         seconds = self.limits.call_seconds
         try:
             raw, _ = await within(

@@ -27,12 +27,18 @@ from .guard import Home
 
 
 class OutsideError(Exception):
-    """Something about outside agents that did not work; `message` is words for a person."""
+    """Something about outside agents that did not work; `message` is words for a person.
 
-    def __init__(self, code: str, message: str) -> None:
+    `answered` marks an agent that did answer, but with no words to show (its task failed, it
+    turned the request down, it wants a sign-in): unlike one that never answered, that is news
+    the round can go on after.
+    """
+
+    def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.answered = answered
 
 
 @dataclass(frozen=True)

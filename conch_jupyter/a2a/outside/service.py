@@ -12,6 +12,10 @@ What an outside agent is sent: exactly the text `ask` is given, as one ROLE_USER
 chat's contextId for it and, when it asked for input in that context, the task id it asked in.
 Nothing else of the chat.
 
+An agent that never answered (no connection, an HTTP error, a timeout, an answer that is not A2A)
+raises OutsideError; one that answered without words (a failed or rejected task, a sign-in asked
+for, no text) raises it with `answered` set.
+
 Healing: a passing failure is tried once more after `retry_delay`; a 1.0 agent that does not know
 SendMessage (-32601, or -32009 for the version) is asked the 0.3 way and remembered as 0.3. Every
 failure becomes the agent's last problem, in words that never quote the agent (they may be shown
@@ -33,7 +37,8 @@ import httpx
 from ...deadlines import duration, within
 from ...names import clashes, first_clash, same_name, slug_of, trimmed_name
 from ...sealed import SealedFile
-from ..wire import ErrorCode, Outcome, Version, WireError, new_id, parse_outcome, send_params
+from ..reading import Outcome, parse_outcome
+from ..wire import ErrorCode, Op, Version, WireError, new_id, send_params
 from .cards import find_agent
 from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
@@ -220,9 +225,10 @@ class OutsideAgents:
             if outcome.state == "TASK_STATE_INPUT_REQUIRED" and outcome.task_id:
                 self._waiting[(outside_id, outcome.context_id)] = outcome.task_id
         if outcome.state in _STATE_PROBLEMS:
-            raise self._problem(agent, *_STATE_PROBLEMS[outcome.state])
+            raise self._problem(agent, *_STATE_PROBLEMS[outcome.state], answered=True)
         if outcome.state == "TASK_STATE_COMPLETED" and not outcome.text.strip():
-            raise self._problem(agent, "empty", "answered with nothing Conch can show (no text)")
+            words = "answered with nothing Conch can show (no text)"
+            raise self._problem(agent, "empty", words, answered=True)
         self._list.update(outside_id, last_problem=None)
         return outcome
 
@@ -300,16 +306,16 @@ class OutsideAgents:
         client: A2AClient,
         endpoint: httpx.URL,
         version: Version,
-        method: str,
+        op: Op,
         params: dict[str, Any],
     ) -> Any:
         try:
-            return await client.call(endpoint, version, method, params)
+            return await client.call(endpoint, version, op, params)
         except CallFailed as e:
             if not e.passing:
                 raise
         await asyncio.sleep(self.retry_delay)
-        return await client.call(endpoint, version, method, params)
+        return await client.call(endpoint, version, op, params)
 
     async def _cancel(
         self, agent: OutsideAgent, key: str | None, version: Version, task: str
@@ -354,8 +360,10 @@ class OutsideAgents:
     def _client(self, home: Home, key: str | None) -> A2AClient:
         return A2AClient(self._guard.transport(home), key, self._limits)
 
-    def _problem(self, agent: OutsideAgent, code: str, words: str) -> OutsideError:
-        error = OutsideError(code, f"{agent.name} {words}.")
+    def _problem(
+        self, agent: OutsideAgent, code: str, words: str, *, answered: bool = False
+    ) -> OutsideError:
+        error = OutsideError(code, f"{agent.name} {words}.", answered=answered)
         self._list.update(agent.id, last_problem=error.message)
         return error
 

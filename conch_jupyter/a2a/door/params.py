@@ -1,0 +1,69 @@
+"""What a paired agent sends the door, parsed strictly: the params of each method it may call
+(in either A2A version), checked after the JSON-RPC envelope and the method (calls.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ...talk import clean_text
+
+ID_LIMIT = 200
+
+
+def _plain_id(value: str) -> str:
+    # Ids are echoed back and stored: no control, invisible or reordering characters, no spaces.
+    if not value or value != clean_text(value, ID_LIMIT) or any(c.isspace() for c in value):
+        raise ValueError(f"must be 1 to {ID_LIMIT} visible characters without spaces")
+    return value
+
+
+PlainId = Annotated[str, AfterValidator(_plain_id)]
+
+
+class _Params(BaseModel):
+    # Strict: a number where text belongs is a wrong type, not something to convert. Members we
+    # do not know are ignored, as A2A asks of servers, so a newer caller's extras do no harm.
+    model_config = ConfigDict(extra="ignore", strict=True, alias_generator=to_camel)
+
+
+class InMessage(_Params):
+    message_id: PlainId
+    role: str = Field(max_length=20)
+    parts: list[dict[str, Any]] = Field(min_length=1, max_length=100)
+    context_id: PlainId | None = None
+    task_id: PlainId | None = None
+
+
+class SendParams(_Params):
+    """SendMessage (1.0) and message/send (0.3)."""
+
+    message: InMessage
+    configuration: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskParams(_Params):
+    """GetTask/CancelTask (1.0), tasks/get and tasks/cancel (0.3)."""
+
+    id: PlainId
+    history_length: int | None = Field(default=None, ge=0)
+
+
+class ListParams(_Params):
+    """ListTasks (1.0 only)."""
+
+    context_id: PlainId | None = None
+    status: str | None = Field(default=None, max_length=40)
+    page_size: int | None = Field(default=None, ge=0, le=100)
+    page_token: str | None = Field(default=None, max_length=20)
+    history_length: int | None = Field(default=None, ge=0)
+    status_timestamp_after: str | None = Field(default=None, max_length=40)
+    include_artifacts: bool | None = None
+
+
+class NoParams(_Params):
+    """GetExtendedAgentCard and its 0.3 name take nothing."""
