@@ -85,8 +85,9 @@ class ConchClient:
         chats: list[dict[str, Any]] = self._call("GET", "conversations")["conversations"]
         return chats
 
-    def create_conversation(self, title: str = "") -> dict[str, Any]:
-        return self._call("POST", "conversations", {"title": title})
+    def create_conversation(self, title: str = "", path: str | None = None) -> dict[str, Any]:
+        """A new chat; with `path`, it belongs to that notebook (its agents work in its kernel)."""
+        return self._call("POST", "conversations", _new_chat(title, path))
 
     def conversation(self, conversation_id: str) -> dict[str, Any]:
         return self._call("GET", f"conversations/{conversation_id}")
@@ -182,6 +183,10 @@ def _rows(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _new_chat(title: str, path: str | None) -> dict[str, Any]:
+    return {"title": title, "path": path} if path else {"title": title}
+
+
 def _path(*parts: str) -> str:
     return "/".join(quote(part, safe="") for part in parts)
 
@@ -241,8 +246,8 @@ class AsyncConchClient:
     async def conversations(self) -> list[dict[str, Any]]:
         return list((await self._call("GET", "conversations"))["conversations"])
 
-    async def create_conversation(self, title: str = "") -> dict[str, Any]:
-        return await self._call("POST", "conversations", {"title": title})
+    async def create_conversation(self, title: str = "", path: str | None = None) -> dict[str, Any]:
+        return await self._call("POST", "conversations", _new_chat(title, path))
 
     async def conversation(self, conversation_id: str) -> dict[str, Any]:
         return await self._call("GET", _path("conversations", conversation_id))

@@ -8,12 +8,13 @@ history reads the same whichever provider gets it, and each reply's agent is nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .providers.base import Turn
 from .rounds import ROUND_LIMITS
-from .talk import quote_agent, quote_note, quote_outside, room_prompt
+from .rows import Message
+from .talk import quote_agent, quote_note, quote_outside, quote_tool, room_prompt
 
 # Enough context for a conversation, bounded so a long chat cannot blow up a request.
 HISTORY_MESSAGES = 40
@@ -24,9 +25,16 @@ HISTORY_CHARS = 60_000
 class Said:
     """One stored message, as history needs it."""
 
-    role: str  # "user" | "agent" | "outside" | "note"
+    role: str  # "user" | "agent" | "outside" | "note" | "tool"
     text: str
     speaker: str | None = None  # the agent's (or outside agent's) name
+    tool: str | None = None  # a tool message's tool
+
+    @classmethod
+    def of(cls, message: Message, names: Mapping[str, str]) -> Said:
+        """A stored message, its speaker named as people see them (`names`: id → name)."""
+        speaker = names.get(message.agent, message.agent) if message.agent else None
+        return cls(message.role, message.text, speaker, (message.tool or {}).get("tool"))
 
 
 def system_prompt(
@@ -85,4 +93,6 @@ def _as_turn(item: Said, speaker: str) -> Turn:
         return Turn("user", quote_agent(item.speaker or "another agent", item.text))
     if item.role == "outside":
         return Turn("user", quote_outside(item.speaker or "an outside agent", item.text))
+    if item.role == "tool":
+        return Turn("user", quote_tool(item.speaker or "an agent", item.tool or "tool", item.text))
     return Turn("user", quote_note(item.text))

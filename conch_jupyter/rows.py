@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-Role = Literal["user", "agent", "outside", "note"]
+Role = Literal["user", "agent", "outside", "note", "tool"]
+Mode = Literal["ask", "auto", "read"]
 Origin = Literal["user", "peer"]
 
 
@@ -35,9 +36,11 @@ class Conversation:
     tainted: dict[str, Any] | None
     pairing_id: str | None = None
     context_key: str | None = None
+    path: str | None = None  # the notebook this chat belongs to (its kernel runs the tools)
+    mode: Mode = "ask"
 
     def to_json(self) -> dict[str, Any]:
-        fields = ("id", "title", "created", "origin", "agent", "tainted")
+        fields = ("id", "title", "created", "origin", "agent", "tainted", "path", "mode")
         return {name: getattr(self, name) for name in fields}
 
 
@@ -50,6 +53,8 @@ class Message:
     created: float
     agent: str | None = None
     round: dict[str, Any] | None = None
+    # A tool message's call: {tool, call_id, code?, state}; its `text` is what the model was shown.
+    tool: dict[str, Any] | None = None
     seq: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -57,6 +62,8 @@ class Message:
         if self.agent is not None:
             data["agent"] = self.agent
         data.update(text=self.text, created=self.created)
+        if self.tool is not None:
+            data.update(self.tool, output=self.text)
         if self.round is not None:
             data["round"] = self.round
         return data

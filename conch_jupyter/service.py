@@ -27,6 +27,8 @@ from .history import Said, system_prompt
 from .hub import Hub
 from .mentions import read_mentions, unclear_note
 from .names import clashes
+from .notebook.rules import NOTEBOOK_TOOLS
+from .notebook.service import NotebookTools
 from .render import render_markdown
 from .rounds import (
     ROUND_END_WORDS,
@@ -45,7 +47,7 @@ from .rounds import (
     UserWrote,
     end_words,
 )
-from .spend import Budget, turn_refusal
+from .spend import Budget, loop_refusal, turn_refusal
 from .store import Conversation, Message, Store
 from .talk import outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
@@ -125,6 +127,8 @@ class RoundService:
         self.budget = budget
         self.clock = clock
         self.outside = outside
+        # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
+        self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, _Chat] = {}
 
     # --- what the handlers call ---
@@ -137,6 +141,7 @@ class RoundService:
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
         if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
+        self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
             chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
@@ -149,6 +154,7 @@ class RoundService:
         if chat is None or chat.round is None or not chat.round.taking_turns:
             return False
         chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
+        self.tools.skip_asking(conversation_id)  # Stop skips what waits for a yes
         if chat.running is not None:
             chat.running.cancel()
         return True
@@ -184,6 +190,7 @@ class RoundService:
                 ],
             },
             "streaming": self.hub.streaming(conversation_id),
+            **self.tools.chat_json(conversation),  # asking, working, mode_words
         }
 
     def busy(self, conversation_id: str) -> bool:
@@ -232,6 +239,7 @@ class RoundService:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
+        self.tools.new_message(chat.id)
         room = self._room()
         if not room.agents:
             self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
@@ -349,10 +357,7 @@ class RoundService:
         place: dict[str, Any] | None,
     ) -> TurnInput:
         names = room.names()
-        said = [
-            Said(m.role, m.text, names.get(m.agent, m.agent) if m.agent else None)
-            for m in self.store.messages(chat.id, limit=60)
-        ]
+        said = [Said.of(m, names) for m in self.store.messages(chat.id, limit=60)]
         system = system_prompt(
             speaker=agent.name,
             persona=agent.persona,
@@ -369,6 +374,10 @@ class RoundService:
             user_text=message.text,
             room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             place=place,
+            tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
+            spend_check=lambda cost: loop_refusal(
+                self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
+            ),
         )
 
     def _finish(self, chat: _Chat, end: End) -> None:

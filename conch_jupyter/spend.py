@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .agents import Agent
 from .providers.base import Usage
+from .rounds import Round
 from .store import Store, month_start
 
 
@@ -47,28 +48,37 @@ def record_spend(
     return cost
 
 
-def month_spent_over(store: Store, budget: Budget, agent: Agent, now: float) -> float | None:
+def month_spent_over(
+    store: Store, budget: Budget, agent: Agent, now: float, pending: float = 0.0
+) -> float | None:
     """This month's spend when it has reached the budget and `agent` is metered; else None."""
     limit = budget.monthly_budget_usd
     if agent.price is None or limit is None:
         return None
-    spent = store.spent_since(month_start(now))
+    spent = store.spent_since(month_start(now)) + pending
     return spent if spent >= limit else None
 
 
 def turn_refusal(
-    store: Store, budget: Budget, agent: Agent, conversation_id: str, now: float
+    store: Store,
+    budget: Budget,
+    agent: Agent,
+    conversation_id: str,
+    now: float,
+    pending: float = 0.0,
 ) -> str | None:
-    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead."""
+    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead.
+
+    `pending`: what the running turn has spent and not yet recorded (a tool loop's requests)."""
     if agent.price is None:
         return None
     limit = budget.chat_limit_usd
-    if limit is not None and (spent := store.spent(conversation_id)) >= limit:
+    if limit is not None and (spent := store.spent(conversation_id) + pending) >= limit:
         return (
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
             "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
         )
-    month = month_spent_over(store, budget, agent, now)
+    month = month_spent_over(store, budget, agent, now, pending)
     if month is not None:
         return (
             f"This month's spending has reached ${month:.2f} of the "
@@ -76,3 +86,20 @@ def turn_refusal(
             "Raise c.ConchApp.monthly_budget_usd to go on."
         )
     return None
+
+
+def loop_refusal(
+    store: Store,
+    budget: Budget,
+    agent: Agent,
+    conversation_id: str,
+    now: float,
+    rnd: Round | None,
+    cost: float,
+) -> str | None:
+    """Whether a tool loop that has cost `cost` so far may ask its model again: the round's $1,
+    the chat's limit and the monthly budget hold for every request of a turn, not only its first.
+    """
+    if rnd is not None and rnd.spent_usd + cost >= rnd.limits.spend_usd:
+        return "The round reached its spending limit."
+    return turn_refusal(store, budget, agent, conversation_id, now, pending=cost)

@@ -32,6 +32,7 @@ from .rows import (
     DoorTask,
     Event,
     Message,
+    Mode,
     Origin,
     Role,
     Spend,
@@ -47,6 +48,7 @@ __all__ = [
     "DoorTask",
     "Event",
     "Message",
+    "Mode",
     "NotFound",
     "Origin",
     "Role",
@@ -57,7 +59,7 @@ __all__ = [
 
 _R = TypeVar("_R", "Conversation", "Message", "Event", "DoorTask")
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
-_JSON_COLUMNS = frozenset({"tainted", "round", "data"})
+_JSON_COLUMNS = frozenset({"tainted", "round", "data", "tool"})
 
 
 class NotFound(LookupError):
@@ -121,6 +123,7 @@ class Store:
         pairing_id: str | None = None,
         context_key: str | None = None,
         tainted: dict[str, Any] | None = None,
+        path: str | None = None,
     ) -> Conversation:
         if origin not in ("user", "peer"):
             raise ValueError(f"origin must be 'user' or 'peer', not {origin!r}")
@@ -133,6 +136,7 @@ class Store:
             tainted,
             pairing_id,
             context_key,
+            path,
         )
         with self._transaction():
             self._insert("conversations", conversation)
@@ -172,6 +176,16 @@ class Store:
                 "UPDATE conversations SET agent = ? WHERE id = ?", (agent_id, conversation_id)
             )
 
+    def set_mode(self, conversation_id: str, mode: Mode) -> None:
+        """The chat's mode for running code; only the user's own requests reach this."""
+        if mode not in ("ask", "auto", "read"):
+            raise ValueError(f"mode must be ask, auto or read, not {mode!r}")
+        with self._transaction():
+            self._require(conversation_id)
+            self._db.execute(
+                "UPDATE conversations SET mode = ? WHERE id = ?", (mode, conversation_id)
+            )
+
     def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> None:
         """Mark the chat as holding someone else's words. The first taint stays for good."""
         with self._transaction():
@@ -198,9 +212,12 @@ class Store:
         round: dict[str, Any] | None = None,
         *,
         id: str | None = None,
+        tool: dict[str, Any] | None = None,
     ) -> Message:
-        if role not in ("user", "agent", "outside", "note"):
-            raise ValueError(f"role must be user, agent, outside or note, not {role!r}")
+        if role not in ("user", "agent", "outside", "note", "tool"):
+            raise ValueError(f"role must be user, agent, outside, note or tool, not {role!r}")
+        if (role == "tool") != (tool is not None):
+            raise ValueError("a tool message, and only a tool message, carries its tool call")
         message = Message(
             id or f"m_{uuid.uuid4().hex[:16]}",
             conversation_id,
@@ -209,6 +226,7 @@ class Store:
             self._clock(),
             agent,
             round,
+            tool,
         )
         with self._transaction():
             self._require(conversation_id)

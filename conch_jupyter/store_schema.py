@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE conversations (
@@ -102,5 +102,38 @@ def _to_v3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE spend ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0")
 
 
+# Agents that work in the notebook: a chat's notebook (`path`) and its `mode`, and `tool` messages
+# (what a tool call ran and what came back, with `tool` holding the call: name, id, code, state).
+# The messages table is rebuilt because SQLite cannot change a CHECK constraint in place.
+_V4 = """
+ALTER TABLE conversations ADD COLUMN path TEXT;
+ALTER TABLE conversations ADD COLUMN mode TEXT NOT NULL DEFAULT 'ask'
+    CHECK (mode IN ('ask', 'auto', 'read'));
+CREATE TABLE messages_v4 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL CHECK (role IN ('user', 'agent', 'outside', 'note', 'tool')),
+    agent TEXT,
+    text TEXT NOT NULL,
+    created REAL NOT NULL,
+    round TEXT,
+    tool TEXT
+);
+INSERT INTO messages_v4 (seq, id, conversation_id, role, agent, text, created, round)
+    SELECT seq, id, conversation_id, role, agent, text, created, round FROM messages;
+DROP TABLE messages;
+ALTER TABLE messages_v4 RENAME TO messages;
+CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+CREATE INDEX conversations_by_path ON conversations (path) WHERE path IS NOT NULL
+"""
+
+
+def _to_v4(db: sqlite3.Connection) -> None:
+    for statement in _V4.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)

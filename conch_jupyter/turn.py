@@ -20,10 +20,15 @@ deadline, who pays) and hands in an empty Reply, which the turn fills as it goes
 4. A deadline ends the turn with `reply.timed_out`, a provider's failure with `reply.failure`
    (words for the owner); a cancellation is re-raised after the reply is kept and billed.
 
-Where the notebook tools go (issue #14): `TurnInput.tools` is empty today, and a turn is one
-model call. The tool loop belongs inside `Turns._exchange`: when the model asks for a tool,
-run it, add the call and its result to the request, and ask again — within the same deadline,
-into the same Reply, billed the same way. The door's guests never get tools.
+The tool loop (agents that work in the notebook): a turn offered tools (`TurnInput.tools`; only
+your agents in your chats, never the door's guests) may get ToolCalls back with its text. Each
+call goes through NotebookTools (notebook/service.py: the mode, the taint, the user's yes, the
+run, the log), its result is added to the request as a ToolStep, and the model is asked again —
+within the same deadline, into the same Reply, so one turn is still one reply. At most
+MAX_CALLS_PER_TURN calls are run (the next are refused in words) and one more request answers
+with them; a loop whose metered cost so far the driver's `spend_check` refuses asks no more.
+Every request is billed: the provider's usage summed over the loop, plus an estimate for a
+request cut off mid-stream.
 
 What the turn does not decide: whose turn it is and what a reply means for the round (rounds.py
 and the driver), whether a metered turn may start at all (spend.py's `turn_refusal`, asked by
@@ -34,8 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -44,8 +49,19 @@ from .agents import Agent, AgentStore
 from .deadlines import within
 from .history import Said, history_turns
 from .hub import Hub
+from .notebook.rules import MAX_CALLS_PER_TURN
+from .notebook.service import Caller, NotebookTools
 from .providers import make_provider, stream_reply
-from .providers.base import ModelRequest, ProviderError, TextDelta, Usage, estimate_usage
+from .providers.base import (
+    ModelRequest,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    ToolStep,
+    Usage,
+    estimate_usage,
+)
 from .spend import record_spend
 from .store import Store
 
@@ -67,7 +83,10 @@ class TurnInput:
     place: dict[str, Any] | None = None  # the reply's place in a round, stored with it
     payer: str | None = None  # who else the spend is charged to (a door pairing)
     seconds: float | None = None  # a deadline for the whole reply; None: the provider's own
-    tools: Sequence[object] = ()  # the notebook tools (#14); none today, never for the door
+    tools: tuple[ToolSpec, ...] = ()  # the notebook tools offered; never for the door
+    # Given the turn's metered cost so far, words when the tool loop must ask no more (the
+    # round's $1, the chat's limit, the monthly budget); None to go on.
+    spend_check: Callable[[float], str | None] | None = None
 
 
 @dataclass
@@ -80,6 +99,10 @@ class Reply:
     cost: float = 0.0
     failure: str | None = None  # the provider's failure, in words for the owner
     timed_out: bool = False
+    # The request being answered now, until its usage is in, and where its text begins: what a
+    # cut-off turn's estimate is made from.
+    open_request: ModelRequest | None = None
+    open_from: int = 0
 
     @property
     def text(self) -> str:
@@ -101,6 +124,7 @@ class Turns:
     http: httpx.AsyncClient
     offline_delay: float = 0.03
     retry_delay: float = 1.0
+    notebook: NotebookTools | None = None  # what runs the tools a turn is offered
 
     async def take(self, turn: TurnInput, reply: Reply) -> Reply:
         """Ask the agent's model for one reply, into `reply`; see the module's theory."""
@@ -111,6 +135,7 @@ class Turns:
             speaker=turn.agent.name,
             room=turn.room,
             user_text=turn.user_text,
+            tools=turn.tools if self.notebook is not None else (),
         )
         try:
             await within(turn.seconds, self._exchange(turn, request, reply))
@@ -125,21 +150,45 @@ class Turns:
         return reply
 
     async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
-        # The tool loop (#14) goes here: see the module's header.
         provider = make_provider(
             self.agents.provider_for(turn.agent.id),
             http=self.http,
             offline_delay=self.offline_delay,
         )
-        async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
-            if isinstance(item, TextDelta):
-                reply.parts.append(item.text)
-                self.hub.publish(
-                    turn.conversation_id,
-                    {"type": "delta", "reply": reply.id, "agent": turn.agent.id, "text": item.text},
+        caller = Caller(turn.agent.id, turn.agent.name, turn.place)
+        calls_made = 0
+        for trip in range(MAX_CALLS_PER_TURN + 2):
+            reply.open_request, reply.open_from = request, len(reply.parts)
+            calls: list[ToolCall] = []
+            async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
+                if isinstance(item, TextDelta):
+                    reply.parts.append(item.text)
+                    delta = {"reply": reply.id, "agent": turn.agent.id, "text": item.text}
+                    self.hub.publish(turn.conversation_id, {"type": "delta", **delta})
+                elif isinstance(item, ToolCall):
+                    calls.append(item)
+                else:
+                    reply.usage = item if reply.usage is None else reply.usage + item
+                    reply.open_request = None
+            if not calls or self.notebook is None or not request.tools:
+                return
+            results = []
+            for call in calls:  # one at a time: a later call may read what an earlier one did
+                results.append(
+                    await self.notebook.call(turn.conversation_id, caller, call, calls_made)
                 )
-            else:
-                reply.usage = item
+                calls_made += 1
+            said = "".join(reply.parts[reply.open_from :])
+            request = replace(
+                request, steps=(*request.steps, ToolStep(said, tuple(calls), tuple(results)))
+            )
+            if trip == MAX_CALLS_PER_TURN + 1 or self._spent_enough(turn, reply):
+                return  # every call has its answer; no more requests
+
+    def _spent_enough(self, turn: TurnInput, reply: Reply) -> bool:
+        if turn.spend_check is None or turn.agent.price is None or reply.usage is None:
+            return False
+        return turn.spend_check(turn.agent.price.cost(reply.usage)) is not None
 
     def _settle(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
         """Keep what was said and bill it, however the turn ended."""
@@ -155,9 +204,14 @@ class Turns:
             self.store.set_agent(turn.conversation_id, turn.agent.id)
             data = {**message.to_json(), "name": turn.agent.name}
             self.hub.publish(turn.conversation_id, {"type": "message", "message": data})
-        refused = reply.failure is not None and not reply.said_something
-        if reply.usage is None and not refused:
-            reply.usage = estimate_usage(request, len(reply.text))
+        # A request cut off mid-stream (Stop, a deadline, a failure after some text) reported no
+        # usage: estimate it. One that failed before saying anything was refused: nothing to bill.
+        cut = reply.open_request
+        said = len("".join(reply.parts[reply.open_from :]))
+        if cut is not None and (reply.failure is None or said):
+            estimate = estimate_usage(cut, said)
+            reply.usage = estimate if reply.usage is None else reply.usage + estimate
+        reply.open_request = None
         reply.cost = record_spend(
             self.store,
             turn.agent,

@@ -43,6 +43,9 @@ class Reply:
     stream_error: str | None = None  # an error event (e.g. "overloaded_error") instead of the end
     error_after: int = 0  # … sent after this many text chunks
     malformed_after: int | None = None  # a data line that is not JSON after this many chunks
+    # Tool calls after the text, each streamed in the provider's own way: (name, arguments),
+    # arguments as a dict (sent as JSON in fragments) or a raw string (sent as it is).
+    tool_calls: tuple[tuple[str, dict[str, Any] | str], ...] = ()
 
     def pieces(self) -> list[str]:
         return list(self.chunks) if self.chunks is not None else _PIECES.findall(self.text)
@@ -260,7 +263,13 @@ def _openai_events(reply: Reply, model: str) -> Iterator[str | int]:
         yield i
         yield _data(chunk({"content": piece}))
     yield len(reply.pieces())
-    yield _data(chunk({}, "stop"))
+    for index, (name, arguments) in enumerate(reply.tool_calls):
+        start = {"index": index, "id": f"call_{index}", "type": "function",
+                 "function": {"name": name, "arguments": ""}}  # fmt: skip
+        yield _data(chunk({"tool_calls": [start]}))
+        for piece in _fragments(arguments):
+            yield _data(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    yield _data(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     if reply.usage is not None:
         tokens_in, tokens_out = reply.usage
         usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
@@ -282,9 +291,24 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str | int]:
         yield _typed("content_block_delta", index=0, delta={"type": "text_delta", "text": piece})
     yield len(reply.pieces())
     yield _typed("content_block_stop", index=0)
-    stop = {"stop_reason": "end_turn", "stop_sequence": None}
+    for index, (name, arguments) in enumerate(reply.tool_calls, 1):
+        block = {"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": {}}
+        yield _typed("content_block_start", index=index, content_block=block)
+        for piece in _fragments(arguments):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            yield _typed("content_block_delta", index=index, delta=delta)
+        yield _typed("content_block_stop", index=index)
+    reason = "tool_use" if reply.tool_calls else "end_turn"
+    stop = {"stop_reason": reason, "stop_sequence": None}
     yield _typed("message_delta", delta=stop, usage={"output_tokens": tokens_out})
     yield _typed("message_stop")
+
+
+def _fragments(arguments: dict[str, Any] | str) -> list[str]:
+    """A tool call's arguments as the JSON fragments a streaming model sends (three pieces)."""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    third = max(len(text) // 3, 1)
+    return [text[i : i + third] for i in range(0, len(text), third)] or [""]
 
 
 def _error_event(kind: str, anthropic: bool) -> str:

@@ -118,7 +118,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def fill(disk: Path) -> Path:
     filler = disk / "filler"
-    with filler.open("wb") as out, contextlib.suppress(OSError):
+    # Unbuffered: a buffered file would try to flush what did not fit when it closes, and how
+    # much that is depends on how full the disk already was.
+    with filler.open("wb", buffering=0) as out, contextlib.suppress(OSError):
         while True:
             out.write(b"\0" * 65536)
             out.flush()

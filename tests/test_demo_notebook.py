@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -31,10 +34,60 @@ def server(tmp_path: Path) -> Iterator[JupyterProcess]:
         process.stop()
 
 
-def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
-    """Run it in a kernel the server itself started, as JupyterLab would."""
+def the_chat(server: JupyterProcess) -> dict[str, Any]:
     with server.client() as http:
-        kernel = http.post(f"{server.url}api/kernels", json={"name": "python3"}).json()
+        chats = http.get(server.api("conversations")).json()["conversations"]
+        [chat] = [c for c in chats if c["path"] == "demo.ipynb"]
+        return dict(http.get(server.api(f"conversations/{chat['id']}")).json())
+
+
+def settle(server: JupyterProcess) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while (chat := the_chat(server))["busy"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return chat
+
+
+def what_you_do_in_the_chat(server: JupyterProcess, source: str) -> None:
+    """What a person does in the chat's view before the next cell: press Run, switch to Read.
+    Done with the server's token, as the page would (the kernel key may do neither)."""
+    if source.startswith("%%conch\n@Writer please run this:"):
+        settle(server)  # the Researcher has read the notebook
+    elif source.startswith("print(total)"):
+        deadline = time.monotonic() + 60
+        while not (asking := the_chat(server)["asking"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(asking) == 1, [
+            (m["role"], m["text"][:200]) for m in the_chat(server)["messages"][-8:]
+        ]
+        [entry] = asking
+        assert entry["code"] == "total = sum(sales)\nprint(total)"
+        chat_id = the_chat(server)["id"]
+        with server.client() as http:
+            answer = f"conversations/{chat_id}/tools/{entry['call_id']}"
+            assert http.post(server.api(answer), json={"run": True}).status_code == 200
+        settle(server)
+    elif source.startswith("%%conch\n@Writer please run this too"):
+        with server.client() as http:
+            changed = http.patch(
+                server.api(f"conversations/{the_chat(server)['id']}"), json={"mode": "read"}
+            )
+            assert changed.status_code == 200
+    elif source.startswith("from conch_jupyter.client import ConchClient\n\nsaved") and (
+        "tool" in source
+    ):
+        settle(server)
+
+
+def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
+    """Run it in a kernel the server started for the notebook's session, as JupyterLab would."""
+    shutil.copy(DEMO, server.root_dir / "demo.ipynb")
+    with server.client() as http:
+        session = http.post(
+            f"{server.url}api/sessions",
+            json={"path": "demo.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+        ).json()
+    kernel = session["kernel"]
     connection = server.root_dir / ".jupyter-home" / "runtime" / f"kernel-{kernel['id']}.json"
     notebook = nbformat.read(DEMO, as_version=4)
     runner = NotebookClient(notebook, timeout=120)
@@ -44,6 +97,7 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     try:
         client.wait_for_ready(timeout=60)
         for index, cell in enumerate(notebook.cells):
+            what_you_do_in_the_chat(server, cell.source)
             runner.execute_cell(cell, index)
     finally:
         client.stop_channels()
@@ -74,3 +128,11 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     assert "— Writer's turn" in saved
     assert "— Researcher handed over to Writer" in saved
     assert "— The round ended: you stopped it." in saved
+    # Agents that work in the notebook: a read with no yes, a run after yours, Read refusing.
+    assert outputs[-3].strip() == "14"  # the Writer's run, after your Run
+    assert outputs[-1].splitlines() == [
+        "Researcher read_notebook ran",
+        "Writer run_code ran",
+        "Writer run_code refused",
+        "14",
+    ]

@@ -4,6 +4,7 @@ kernel side (it follows the server's live stream) seen through its traits."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,44 @@ def test_a_message_starts_a_round_that_the_widget_follows_live(kernel: Kernel) -
     ]
     assert state["live"] is None
     assert state["problem"] == ""
+
+
+def test_the_notebooks_chat_works_in_this_kernel_after_your_yes(
+    server: JupyterProcess, kernel: Kernel
+) -> None:
+    """%conch makes the chat with the notebook's path, so an agent's run lands in this kernel."""
+    ran = kernel.run("%%conch\n@Writer please run:\n```python\nmade_by_writer = 6 * 7\n```")
+    assert (ran.widgets, ran.errors) == (1, [])
+    with server.client() as http:
+        [chat] = [
+            c
+            for c in http.get(server.api("conversations")).json()["conversations"]
+            if c["path"] == "talk.ipynb"
+        ]
+        assert chat["mode"] == "ask"
+        asking: list[dict[str, Any]] = []
+        for _ in range(300):
+            asking = http.get(server.api(f"conversations/{chat['id']}")).json()["asking"]
+            if asking:
+                break
+            time.sleep(0.05)
+        [entry] = asking
+        assert entry["code"] == "made_by_writer = 6 * 7"
+        assert "NameError" in "".join(kernel.run("made_by_writer").errors)  # not before the yes
+        answer = http.post(
+            server.api(f"conversations/{chat['id']}/tools/{entry['call_id']}"), json={"run": True}
+        )
+        assert answer.status_code == 200
+        # Not `await chat.settled()` in a cell: the agent's run waits for the user's cells.
+        for _ in range(300):
+            done = http.get(server.api(f"conversations/{chat['id']}")).json()
+            if not done["busy"]:
+                break
+            time.sleep(0.05)
+    tool = [m for m in done["messages"] if m["role"] == "tool"]
+    assert [(m["state"], m["output"]) for m in tool] == [("ran", "(no output)")]
+    ran = kernel.run("print(made_by_writer)")
+    assert ran.stdout.strip() == "42", ran
 
 
 def test_a_cell_message_hands_over_and_stop_ends_the_round(kernel: Kernel) -> None:

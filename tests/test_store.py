@@ -47,7 +47,7 @@ def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path)
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         other.close()
     db = store._db  # the store's own connection settings
@@ -155,6 +155,8 @@ def test_conversations_round_trip_and_order(store: Store) -> None:
         "origin": "user",
         "agent": None,
         "tainted": None,
+        "path": None,
+        "mode": "ask",
     }
     assert [c.id for c in store.list_conversations()] == [second.id, first.id]
 

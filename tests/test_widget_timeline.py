@@ -201,3 +201,19 @@ def test_names_fall_back_to_what_messages_carried_then_to_ids() -> None:
 )
 def test_initials(name: str, letters: str) -> None:
     assert initials(name) == letters
+
+
+def test_a_tool_call_is_its_own_plain_item_never_markdown() -> None:
+    s = Stream().msg("user", "@Researcher run it")
+    call = {"tool": "run_code", "call_id": "t_1", "code": "print('**x**')", "state": "ran"}
+    s.msg("tool", "**x**\n", agent="r", output="**x**\n", **call)
+    tool = s.items()[-1]
+    assert tool == {
+        "kind": "tool",
+        "id": tool["id"],
+        "agent": "r",
+        "name": "Researcher",
+        **call,
+        "output": "**x**\n",
+    }
+    assert "html" not in tool  # printed output is never drawn as Markdown

@@ -5,6 +5,11 @@ the history reshaped into the alternating user/assistant turns the API demands â
 reply's events back into TextDelta items and one Usage. The HTTP exchange, timeouts, status codes
 and retries live in `providers/__init__.py`, shared with OpenAI.
 
+Tools: offered as `tools: [{name, description, input_schema}]`. A call streams as a `tool_use`
+content block (content_block_start with its id and name, `input_json_delta` fragments of its
+input, content_block_stop), yielded whole at its stop. The loop so far goes back as an assistant
+message of `text` and `tool_use` blocks, then a user message of `tool_result` blocks.
+
 Reply stream: message_start (usage.input_tokens), content_block_start, ping,
 content_block_deltaâ€¦ (text_delta), content_block_stop, message_delta (usage.output_tokens, a
 running total), message_stop. An `error` event may arrive at any point instead.
@@ -16,7 +21,17 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Turn, Usage
+from .base import (
+    ModelRequest,
+    ProviderError,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+    ToolStep,
+    Turn,
+    Usage,
+    tool_arguments,
+)
 from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -52,20 +67,29 @@ class AnthropicWire:
         return headers
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = list(anthropic_messages(request.turns))
+        for step in request.steps:
+            messages += _step_messages(step)
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": anthropic_messages(request.turns),
+            "messages": messages,
             "stream": True,
         }
         if request.system:
             body["system"] = request.system
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
         return body
 
     async def read_reply(
         self, events: AsyncIterator[SSEEvent], request: ModelRequest
     ) -> AsyncIterator[StreamItem]:
         input_tokens = output_tokens = 0
+        calls: dict[int, dict[str, str]] = {}  # tool_use blocks streaming in, by index
         async for event in events:
             message = _message(event)
             kind = message.get("type")
@@ -73,12 +97,30 @@ class AnthropicWire:
                 usage = _object(_object(message.get("message")).get("usage"))
                 input_tokens = _count(usage.get("input_tokens"))
                 output_tokens = _count(usage.get("output_tokens"))
+            elif kind == "content_block_start":
+                block = _object(message.get("content_block"))
+                if block.get("type") == "tool_use":
+                    index = _count(message.get("index"))
+                    calls[index] = {
+                        "id": str(block.get("id") or f"toolu_{index}"),
+                        "name": str(block.get("name") or ""),
+                        "input": "",
+                    }
             elif kind == "content_block_delta":
                 delta = _object(message.get("delta"))
                 text = delta.get("text")
-                # Other deltas (thinking, tool input JSON) are not reply text.
+                partial = delta.get("partial_json")
+                # Other deltas (thinking, signatures) are not reply text.
                 if delta.get("type") == "text_delta" and isinstance(text, str) and text:
                     yield TextDelta(text)
+                elif delta.get("type") == "input_json_delta" and isinstance(partial, str):
+                    index = _count(message.get("index"))
+                    if index in calls:
+                        calls[index]["input"] += partial
+            elif kind == "content_block_stop":
+                call = calls.pop(_count(message.get("index")), None)
+                if call is not None:
+                    yield ToolCall(call["id"], call["name"], tool_arguments(call["input"]))
             elif kind == "message_delta":
                 usage = _object(message.get("usage"))
                 if "output_tokens" in usage:
@@ -88,7 +130,7 @@ class AnthropicWire:
                 return
             elif kind == "error":
                 raise _stream_error(_object(message.get("error")))
-            # ping, content_block_start/stop and event types added later carry nothing for us.
+            # ping and event types added later carry nothing for us.
         raise ProviderError("The reply from the anthropic provider stopped before it was finished.")
 
 
@@ -107,6 +149,20 @@ def anthropic_messages(turns: Iterable[Turn]) -> list[dict[str, str]]:
     if messages[-1]["role"] != "user":
         messages.append({"role": "user", "content": CLOSING_TURN})
     return messages
+
+
+def _step_messages(step: ToolStep) -> list[dict[str, Any]]:
+    """One trip of the tool loop: the model's text and tool_use blocks, then their results."""
+    said: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text.strip() else []
+    said += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments or {}}
+        for c in step.calls
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": c.id, "content": r}
+        for c, r in zip(step.calls, step.results, strict=True)
+    ]
+    return [{"role": "assistant", "content": said}, {"role": "user", "content": results}]
 
 
 def _malformed() -> ProviderError:

@@ -3,10 +3,15 @@
 The round driver only knows this module. Providers turn a ModelRequest into their wire format,
 stream the reply back as TextDelta items, and report token usage once as a Usage item.
 A failure is a ProviderError whose words are shown to the user as Conch's note.
+
+Tools: a request may offer tools (`tools`) and carry the tool loop so far (`steps`: what the
+model called and what came back, which each wire sends in its provider's own format). A reply
+that calls tools yields one ToolCall per call, whole, once its arguments have streamed in.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +33,44 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool as a model is offered it (each wire wraps it in its provider's format)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON Schema object
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A model's call of a tool. `arguments` is None when what it sent was not a JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+
+
+def tool_arguments(raw: str) -> dict[str, Any] | None:
+    """A tool call's streamed arguments as an object; None when they are not a JSON object."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One trip round a tool loop: the model's text and calls, and each call's result (data)."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     model: str
     system: str
@@ -38,6 +81,8 @@ class ModelRequest:
     # The user's message this reply belongs to, for the offline model's scripted answer.
     user_text: str = ""
     max_tokens: int = 1024
+    tools: tuple[ToolSpec, ...] = ()
+    steps: tuple[ToolStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +97,14 @@ class Usage:
     # Counted by Conch, not reported by the provider (see estimate_usage): marked in the ledger.
     estimated: bool = False
 
+    def __add__(self, other: Usage) -> Usage:
+        """Two requests' usage together (a tool loop asks the model more than once)."""
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.estimated or other.estimated,
+        )
+
 
 def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
     """An upper-bound guess where the provider reported no usage (a server that ignores
@@ -60,10 +113,12 @@ def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
     tokenizers average at least four characters a token on English, so this rarely undercounts.
     """
     asked = len(request.system) + sum(len(t.text) for t in request.turns)
+    # A tool loop's request also carries what was called and what came back.
+    asked += sum(len(s.text) + sum(map(len, s.results)) for s in request.steps)
     return Usage(math.ceil(asked / 4), math.ceil(reply_chars / 4), estimated=True)
 
 
-StreamItem = TextDelta | Usage
+StreamItem = TextDelta | Usage | ToolCall
 
 
 class ProviderError(Exception):

@@ -4,6 +4,11 @@ Owns the default agents' answers when no model is configured, so Conch can be tr
 rounds, Stop button and hand-ons demonstrated) anywhere. A reply is a pure function of the
 request — same request, same reply — and says plainly that no model was asked. It streams word
 by word with a small delay so a person can watch it arrive and press Stop.
+
+It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
+asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
+to run it (only the first agent the message names does); once a tool's result is back, it goes
+on with what came back.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
-from .base import ModelRequest, StreamItem, TextDelta, Usage
+from ..talk import fence
+from .base import ModelRequest, StreamItem, TextDelta, ToolCall, Usage
 
 LABEL = "*(offline — no model was asked)*"
 QUOTE_LIMIT = 100
@@ -61,14 +67,63 @@ class OfflineProvider:
         self._sleep = sleep
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        text = offline_reply(request)
+        call = offline_tool_call(request)
+        text = offline_tool_reply(request) if request.steps else offline_reply(request)
+        if call is not None:
+            text = f"{LABEL}\n\n{call[1]}"
         pieces = _WORDS.findall(text)
         for piece in pieces:
             # Sleep even when the delay is 0: it gives the loop a chance to deliver a Stop.
             await self._sleep(self.delay)
             yield TextDelta(piece)
+        if call is not None:
+            yield call[0]
         asked = [request.system, *(t.text for t in request.turns)]
         yield Usage(sum(len(part.split()) for part in asked), len(pieces))
+
+
+# A fenced Python block in the user's message: the code the offline agent proposes to run.
+_PYTHON_BLOCK = re.compile(r"```[ \t]*(?:python|py|ipython)?[ \t]*\n(.*?)```", re.S | re.I)
+_ABOUT_THE_NOTEBOOK = re.compile(
+    r"\b(notebook|variables?|kernel|cells?|data\s*frames?|df)\b", re.IGNORECASE
+)
+
+
+def offline_tool_call(request: ModelRequest) -> tuple[ToolCall, str] | None:
+    """The tool call the offline agent makes for this request, with the words it says first."""
+    offered = {t.name for t in request.tools}
+    if request.steps or not offered:
+        return None
+    block = _PYTHON_BLOCK.search(request.user_text)
+    if block and "run_code" in offered and _first_named(request):
+        code = block.group(1).strip("\n")
+        return ToolCall(
+            "offline_1", "run_code", {"code": code}
+        ), "I'll run your code in the notebook."
+    if _ABOUT_THE_NOTEBOOK.search(request.user_text) and "read_notebook" in offered:
+        return ToolCall("offline_1", "read_notebook", {}), "Let me read the notebook first."
+    return None
+
+
+def offline_tool_reply(request: ModelRequest) -> str:
+    """The answer once the tools have answered: what came back, quoted and cut short."""
+    step = request.steps[-1]
+    who = request.speaker or "the offline agent"
+    # The same reply goes on (its label was said before the call).
+    lines = ["", "", f"I'm **{who}**. Here is what came back:"]
+    for call, result in zip(step.calls, step.results, strict=True):
+        shown = result if len(result) <= 600 else result[:600] + "…"
+        # No live @mentions from a tool's output: it must not hand the floor on.
+        shown = re.sub(r"@(?=\w)", "", shown)
+        lines += ["", f"`{call.name}`:", fence(shown)]
+    return "\n".join(lines)
+
+
+def _first_named(request: ModelRequest) -> bool:
+    """The speaker is the first of the room the message names (or it names none of them)."""
+    places = {name: request.user_text.find(f"@{name}") for name in request.room}
+    named = [(at, name) for name, at in places.items() if at >= 0]
+    return not named or min(named)[1] == request.speaker
 
 
 def offline_reply(request: ModelRequest) -> str:

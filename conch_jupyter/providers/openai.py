@@ -7,16 +7,32 @@ timeouts, status codes and retries live in `providers/__init__.py`, shared with 
 Reply stream: `data: {chunk}` events whose `choices[0].delta.content` carry text, one chunk
 with a `finish_reason`, then (asked for by `stream_options.include_usage`) a chunk with empty
 `choices` and the `usage`, then `data: [DONE]`.
+
+Tools: offered as `tools: [{type: "function", function: {name, description, parameters}}]`.
+A call streams as `delta.tool_calls: [{index, id, function: {name, arguments}}]` pieces, the
+arguments a JSON string in fragments (finish_reason `tool_calls`); each call is yielded whole at
+the end. The loop so far goes back as an assistant message with `tool_calls`, then one
+`{role: "tool", tool_call_id, content}` message per result.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .base import ModelRequest, ProviderError, StreamItem, TextDelta, Usage, estimate_usage
+from .base import (
+    ModelRequest,
+    ProviderError,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+    Usage,
+    estimate_usage,
+    tool_arguments,
+)
 from .sse import SSEEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -46,18 +62,47 @@ class OpenAIWire:
         return headers
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        messages = [{"role": "system", "content": request.system}]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
         messages += [{"role": t.role, "content": t.text} for t in request.turns]
+        for step in request.steps:
+            calls = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments or {})},
+                }
+                for call in step.calls
+            ]
+            messages.append(
+                {"role": "assistant", "content": step.text or None, "tool_calls": calls}
+            )
+            messages += [
+                {"role": "tool", "tool_call_id": call.id, "content": result}
+                for call, result in zip(step.calls, step.results, strict=True)
+            ]
         # OpenAI's newer models refuse `max_tokens` and every OpenAI chat model takes
         # `max_completion_tokens`; compatible servers know only `max_tokens`.
         limit = "max_completion_tokens" if _is_openai_itself(self.base_url) else "max_tokens"
-        return {
+        body: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
             limit: request.max_tokens,
         }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
+        return body
 
     async def read_reply(
         self, events: AsyncIterator[SSEEvent], request: ModelRequest
@@ -65,8 +110,11 @@ class OpenAIWire:
         usage: Usage | None = None
         finished = False
         text_length = 0
+        calls: dict[int, dict[str, Any]] = {}  # the tool calls streaming in, by index
         async for event in events:
             if event.data == "[DONE]":
+                for call in _whole_calls(calls):
+                    yield call
                 yield usage or estimate_usage(request, text_length)
                 return
             chunk = _chunk(event)
@@ -83,13 +131,44 @@ class OpenAIWire:
                 if isinstance(content, str) and content:
                     text_length += len(content)
                     yield TextDelta(content)
+                pieces = delta.get("tool_calls") if isinstance(delta, dict) else None
+                for piece in pieces if isinstance(pieces, list) else []:
+                    _add_call_piece(calls, piece)
                 if choice.get("finish_reason"):
                     finished = True
         if finished:
             # Some compatible servers end the body without `[DONE]`; a finish_reason is enough.
+            for call in _whole_calls(calls):
+                yield call
             yield usage or estimate_usage(request, text_length)
             return
         raise ProviderError("The reply from the openai provider stopped before it was finished.")
+
+
+def _add_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> None:
+    """Fold one streamed fragment of a tool call into the call it belongs to (by index)."""
+    if not isinstance(piece, dict):
+        raise _malformed()
+    index = piece.get("index", 0)
+    if not isinstance(index, int):
+        raise _malformed()
+    call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    function = piece.get("function") or {}
+    if isinstance(piece.get("id"), str):
+        call["id"] += piece["id"]
+    if isinstance(function, dict):
+        if isinstance(function.get("name"), str):
+            call["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            call["arguments"] += function["arguments"]
+
+
+def _whole_calls(calls: dict[int, dict[str, Any]]) -> list[ToolCall]:
+    # Some compatible servers send no id: one is made up, so the result can still answer it.
+    return [
+        ToolCall(c["id"] or f"call_{i}", c["name"], tool_arguments(c["arguments"]))
+        for i, c in sorted(calls.items())
+    ]
 
 
 def _is_openai_itself(base_url: str) -> bool:

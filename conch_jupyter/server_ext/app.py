@@ -26,6 +26,8 @@ from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..files import ensure_private_dir
 from ..hub import Hub
+from ..notebook.kernel import NotebookKernels
+from ..notebook.service import NotebookTools
 from ..providers import detect_default_provider
 from ..sealed import SealedFile
 from ..service import RoundService
@@ -115,6 +117,17 @@ class ConchApp(ExtensionApp):
             agents.ensure_defaults(detect_default_provider(os.environ))
         hub = Hub()
         budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        server = self.serverapp
+        kernels = (
+            NotebookKernels(
+                sessions=server.session_manager,
+                kernels=server.kernel_manager,
+                contents=server.contents_manager,
+            )
+            if server is not None
+            else None
+        )
+        tools = NotebookTools(store=store, hub=hub, kernels=kernels)
         turns = Turns(
             store,
             agents,
@@ -122,6 +135,7 @@ class ConchApp(ExtensionApp):
             http,
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
+            notebook=tools,
         )
         rounds = RoundService(
             store=store,
@@ -146,6 +160,7 @@ class ConchApp(ExtensionApp):
                 store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
+            tools=tools,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services

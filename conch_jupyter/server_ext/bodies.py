@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 
 class Body(BaseModel):
@@ -56,6 +56,26 @@ class AgentPatch(Body):
 
 class ConversationIn(Body):
     title: str = Field(default="", max_length=200)
+    # The notebook's path under the server's root, as Jupyter's own APIs spell it.
+    path: str | None = Field(default=None, max_length=1000)
+
+    @field_validator("path")
+    @classmethod
+    def _a_path_under_the_root(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = value.split("/")
+        if value.startswith("/") or "\\" in value or "\0" in value or ".." in parts:
+            raise ValueError("path must be a notebook's path under the server's root")
+        return value
+
+
+class ConversationPatch(Body):
+    mode: Literal["ask", "auto", "read"]
+
+
+class ToolAnswer(Body):
+    run: StrictBool
 
 
 class MessageIn(Body):

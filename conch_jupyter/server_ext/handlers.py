@@ -15,8 +15,9 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from .base import ApiError, ConchHandler
-from .bodies import AgentIn, AgentPatch, ConversationIn, MessageIn
+from ..notebook.service import NotAsking
+from .base import KERNEL_USER, ApiError, ConchHandler
+from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
 
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
@@ -88,8 +89,15 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        conversation = self.conch.store.create_conversation(title=body.title)
+        conversation = self.conch.store.create_conversation(title=body.title, path=body.path)
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
+
+
+def the_users_own(handler: ConchHandler, doing: str) -> None:
+    """Refuse a kernel-key request: every kernel holds that key, and so does every piece of code
+    an agent runs; only the user's own Jupyter auth may say yes or change the mode."""
+    if handler.current_user is KERNEL_USER:
+        raise ApiError(403, "only_the_user", f"Only you can {doing}, from your own page.")
 
 
 class ConversationHandler(ConchHandler):
@@ -97,6 +105,30 @@ class ConversationHandler(ConchHandler):
     @authorized
     def get(self, conversation_id: str) -> None:
         self.reply(self.conch.rounds.conversation_json(conversation_id))
+
+    @web.authenticated
+    @authorized
+    def patch(self, conversation_id: str) -> None:
+        the_users_own(self, "change how a chat runs code")
+        body = self.body(ConversationPatch)
+        self.conch.tools.set_mode(conversation_id, body.mode)
+        self.reply(self.conch.rounds.conversation_json(conversation_id))
+
+
+class ToolAnswerHandler(ConchHandler):
+    """The user's yes or no to a run that is asking."""
+
+    @web.authenticated
+    @authorized
+    def post(self, conversation_id: str, call_id: str) -> None:
+        the_users_own(self, "let code run")
+        body = self.body(ToolAnswer)
+        self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
+        try:
+            self.conch.tools.answer(conversation_id, call_id, body.run)
+        except NotAsking:
+            raise ApiError(409, "not_asking", "That run is no longer asking.") from None
+        self.reply({"call_id": call_id, "run": body.run})
 
 
 class MessagesHandler(ConchHandler):
@@ -177,6 +209,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/messages", MessagesHandler),
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
+        (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
     ]
 
 

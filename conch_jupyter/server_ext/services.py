@@ -13,6 +13,7 @@ from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents import AgentStore
 from ..hub import Hub
+from ..notebook.service import NotebookTools
 from ..service import RoundService
 from ..store import Store
 
@@ -29,10 +30,13 @@ class ConchServices:
     door_gate: DoorGate  # the rules at the door,
     peers: PeerService  # and your agents answering them
     outside: OutsideAgents  # agents elsewhere that your chats can mention
+    tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
     kernel_key: str = field(repr=False)
 
     async def close(self) -> None:
         await self.rounds.close()
+        if self.tools.kernels is not None:
+            await self.tools.kernels.close()
         await self.peers.close()
         await self.outside.aclose()
         self.hub.close()

@@ -82,12 +82,17 @@ class ChatWidget(KernelWidget):
         self.notice = "" if stopped else "No round is running."
 
     async def settled(self, timeout: float = 120.0) -> None:
-        """Wait, without holding the kernel up, until the chat has answered everything."""
+        """Wait until the chat has answered everything — or until it waits for you: a run that
+        asks for your yes, or one waiting for the kernel, which this very cell holds (the cell
+        must end before the agent's code can run in it)."""
         deadline = time.monotonic() + timeout
         await self.acting()  # what was sent from here has reached the server
         while True:
             chat = await self.client().conversation(self.conversation_id)
-            if not chat["busy"]:
+            waiting_for_you = (
+                chat.get("asking") or (chat.get("working") or {}).get("state") == "waiting"
+            )
+            if not chat["busy"] or waiting_for_you:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
@@ -191,12 +196,21 @@ def notebook_title(env: Mapping[str, str] | None = None) -> str:
 
 
 def this_chat_id(client: ConchClient, env: Mapping[str, str] | None = None) -> str:
-    """The id of this notebook's chat on the server, made the first time it is asked for."""
+    """The id of this notebook's chat on the server, made the first time it is asked for.
+
+    A notebook's chat carries the notebook's path, so its agents work in this kernel; it is
+    found again by that path (several chats may share a notebook: the newest is this one).
+    """
     title = notebook_title(env)
-    mine = [c for c in client.conversations() if c.get("title") == title]
+    path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "").strip() or None
+    mine = [
+        c
+        for c in client.conversations()
+        if c.get("path") == path and (path is not None or c.get("title") == title)
+    ]
     if mine:
         return str(max(mine, key=lambda c: float(c.get("created", 0)))["id"])
-    return str(client.create_conversation(title)["id"])
+    return str(client.create_conversation(title, path)["id"])
 
 
 def this_chat(client: ConchClient | None = None) -> ChatWidget:

@@ -199,6 +199,11 @@ def _message_item(message: Item, names: Names, user_label: str) -> Item:
     if role == "user":
         return {"kind": "user", "id": mid, "who": user_label, "html": html}
     agent = str(message.get("agent") or "")
+    if role == "tool":
+        # A tool call's log: drawn as plain text (monospace, folded), never as Markdown.
+        call = {k: message.get(k) for k in ("tool", "call_id", "code", "state")}
+        return {"kind": "tool", "id": mid, "agent": agent, "name": names.name(agent), **call,
+                "output": str(message.get("text", ""))}  # fmt: skip
     item: Item = {"id": mid, "agent": agent, "name": names.name(agent), "html": html}
     if role == "outside":
         return {"kind": "outside", **item}

@@ -1,0 +1,131 @@
+"""The rules of the notebook tools: which call runs, which asks the user, which is refused, and
+the words the model and the chat's header get. Pure (stdlib only, no I/O), table-tested.
+
+Theory of operation: one decision per tool call, from four things the driver knows —
+- the chat's **mode**: `ask` (the default: every `run_code` waits for the user's yes), `auto`
+  (runs without asking while the chat is untainted), `read` (no `run_code` at all);
+- the **taint** (the guard after reading): once someone else's words came into the chat, Auto
+  asks again before every run, because a run could now be one those words talked an agent into;
+- the **tool** the model asked for (`read_notebook`, `list_variables`, `run_code`, or a name we
+  never offered);
+- the **calls so far** in this turn: at most `MAX_CALLS_PER_TURN`; the next one is refused.
+Reading never asks: it changes nothing. A refusal is said to the model in words, so the turn goes
+on and the model can answer without the tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..providers.base import ToolSpec
+
+Mode = Literal["ask", "auto", "read"]
+Action = Literal["run", "ask", "refuse"]
+# How one call ended (`tool.ended`'s state).
+Ending = Literal["ran", "failed", "skipped", "refused", "timeout"]
+
+MODES: tuple[Mode, ...] = ("ask", "auto", "read")
+DEFAULT_MODE: Mode = "ask"
+MAX_CALLS_PER_TURN = 8
+RUN_SECONDS = 60.0
+OUTPUT_LIMIT = 8_000
+
+READ_NOTEBOOK = "read_notebook"
+LIST_VARIABLES = "list_variables"
+RUN_CODE = "run_code"
+READING_TOOLS = frozenset({READ_NOTEBOOK, LIST_VARIABLES})
+TOOL_NAMES = (READ_NOTEBOOK, LIST_VARIABLES, RUN_CODE)
+
+
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+NOTEBOOK_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        READ_NOTEBOOK,
+        "Read the chat's notebook: its cells with their text outputs as last saved, plus the"
+        " code its kernel ran since.",
+        _NO_ARGUMENTS,
+    ),
+    ToolSpec(
+        LIST_VARIABLES,
+        "List the variables the notebook's kernel holds: name, type, shape or length, and a"
+        " short repr. Changes nothing.",
+        _NO_ARGUMENTS,
+    ),
+    ToolSpec(
+        RUN_CODE,
+        "Run Python code in the notebook's own kernel (it sees and changes the user's"
+        " variables) and get its output, errors and result back as text. The user may be asked"
+        " first, and may say no.",
+        {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the Python code to run"}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    # Said to the model as the tool's result when the call does not run (refused).
+    words: str = ""
+
+
+def decide(
+    *, mode: Mode, tainted: bool, tool: str, calls_so_far: int, has_kernel: bool = True
+) -> Verdict:
+    """What happens to one tool call. `calls_so_far` counts the calls of this turn before it."""
+    if calls_so_far >= MAX_CALLS_PER_TURN:
+        return Verdict(
+            "refuse",
+            f"Not run: this turn has used its {MAX_CALLS_PER_TURN} tool calls."
+            " Answer with what you have.",
+        )
+    if tool not in TOOL_NAMES:
+        return Verdict("refuse", f"There is no tool called {tool[:80]!r} here.")
+    if tool in READING_TOOLS:
+        # Reading needs a kernel only for what the kernel holds; the runner says so in words.
+        return Verdict("run")
+    if mode == "read":
+        return Verdict(
+            "refuse",
+            "Not run: this chat is in Read mode (reading only). Only the user can change it.",
+        )
+    if not has_kernel:
+        return Verdict("refuse", NO_KERNEL_WORDS)
+    if mode == "auto" and not tainted:
+        return Verdict("run")
+    return Verdict("ask")
+
+
+NO_KERNEL_WORDS = (
+    "This chat has no running kernel: it belongs to no notebook, or its notebook's kernel is not"
+    " started. Nothing was run."
+)
+SKIPPED_WORDS = "Not run: the user did not let this code run."
+STOPPED_WORDS = "Stopped: the user pressed Stop, and the kernel was interrupted."
+TIMEOUT_WORDS = f"Interrupted: the code ran longer than {RUN_SECONDS:g} seconds."
+
+
+def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:
+    """What the chat's header says about running code, in this mode and with this taint."""
+    if mode == "read":
+        return "Read: agents can read the notebook but not run code."
+    if mode == "ask":
+        return "Ask: every run waits for your yes."
+    if tainted:
+        # Every taint today is a person's words: an outside agent's answer, or a door's guest.
+        return "Asking again: an outside agent's words are in this chat."
+    return "Auto: agents run code without asking."
+
+
+def cut_output(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    """At most `limit` characters of output for the model, with a note saying it was cut."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[Output cut: {len(text):,} characters, only the first {limit:,} are shown.]"
+    return text[: max(limit - len(note), 0)] + note

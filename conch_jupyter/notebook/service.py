@@ -1,0 +1,274 @@
+"""NotebookTools: one tool call of one of your agents, from the rules' decision to its end.
+
+Owns what happens between a model asking for a tool and the model getting the result: the
+decision (rules.py) from the chat's mode and taint as stored now, the wait for the user's yes
+(`tool.asking`, the `asking` list, `answer`), running it (kernel.py), the bound on what goes
+back, and the log: a `tool` message per call (what ran, what came back, how it ended) and a
+`tool.ended` event. Also what the round card shows while a call works (`working`).
+
+Only the user's requests reach `answer` (the handlers refuse the kernel key), and nothing a model
+or a tool returns can change the mode or answer for the user: the mode is read from the store at
+each call, and a yes is a Future only `answer` resolves.
+
+Stop cancels the turn's task; a call cancelled while asking or running ends `skipped` (a running
+one after a kernel interrupt) and the cancellation goes on. Writing in the chat skips what is
+asking (and anything that would ask later in that turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..hub import Hub
+from ..providers.base import ToolCall
+from ..store import Conversation, Mode, NotFound, Store
+from .kernel import KernelBusy, NoKernel, NotebookKernels
+from .reading import notebook_text, variables_text
+from .rules import (
+    LIST_VARIABLES,
+    NO_KERNEL_WORDS,
+    READ_NOTEBOOK,
+    RUN_CODE,
+    SKIPPED_WORDS,
+    STOPPED_WORDS,
+    Ending,
+    cut_output,
+    decide,
+    header_words,
+)
+
+CODE_LIMIT = 20_000  # the code shown for a yes (and so what runs) is cut here
+NAME_LIMIT = 80
+BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
+
+
+class NotAsking(LookupError):
+    """The call is not waiting for a yes (any more): answered, skipped, or never asked."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls a tool, and where in the round: the agent's id and the name people see."""
+
+    agent: str
+    name: str
+    place: dict[str, Any] | None = None
+
+
+@dataclass
+class _Asking:
+    entry: dict[str, Any]
+    answer: asyncio.Future[bool]
+
+
+@dataclass
+class _ChatTools:
+    asking: dict[str, _Asking] = field(default_factory=dict)
+    working: dict[str, Any] | None = None
+    skipping: bool = False  # the user wrote: what would ask is skipped until the next message
+
+
+class NotebookTools:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        hub: Hub,
+        kernels: NotebookKernels | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.hub = hub
+        self.kernels = kernels
+        self.clock = clock
+        self._chats: dict[str, _ChatTools] = {}
+
+    # --- what the user does (through the handlers) ---
+
+    def chat_json(self, conversation: Conversation) -> dict[str, Any]:
+        """The chat's tool state for its JSON: what asks, what works, what the header says."""
+        return {
+            "asking": self.asking(conversation.id),
+            "working": self.working(conversation.id),
+            "mode_words": header_words(conversation.mode, conversation.tainted),
+        }
+
+    def set_mode(self, conversation_id: str, mode: Mode) -> None:
+        """The user changes how the chat runs code (the handlers refuse anyone else)."""
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin != "user":
+            raise NotFound(conversation_id)  # a door chat's mode is not the user's to lift
+        self.store.set_mode(conversation_id, mode)
+        self._event(conversation_id, "mode.changed", {"mode": mode})
+
+    def asking(self, conversation_id: str) -> list[dict[str, Any]]:
+        chat = self._chats.get(conversation_id)
+        return [dict(a.entry) for a in chat.asking.values()] if chat else []
+
+    def working(self, conversation_id: str) -> dict[str, Any] | None:
+        chat = self._chats.get(conversation_id)
+        return dict(chat.working) if chat and chat.working else None
+
+    def answer(self, conversation_id: str, call_id: str, run: bool) -> None:
+        chat = self._chats.get(conversation_id)
+        waiting = chat.asking.pop(call_id, None) if chat else None
+        if waiting is None or waiting.answer.done():
+            raise NotAsking(call_id)
+        waiting.answer.set_result(run)
+
+    def skip_asking(self, conversation_id: str) -> None:
+        """The user wrote: skip what is asking now, and what would ask later in this turn."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        chat.skipping = True
+        for waiting in chat.asking.values():
+            if not waiting.answer.done():
+                waiting.answer.set_result(False)
+        chat.asking.clear()
+
+    def new_message(self, conversation_id: str) -> None:
+        """A new message is being answered: what the user wrote before no longer skips."""
+        chat = self._chats.get(conversation_id)
+        if chat is not None:
+            chat.skipping = False
+
+    # --- what the tool loop does ---
+
+    async def call(
+        self, conversation_id: str, caller: Caller, call: ToolCall, calls_so_far: int
+    ) -> str:
+        """Decide, ask, run and log one call; return what the model is shown (data)."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        conversation = self.store.get_conversation(conversation_id)
+        assert conversation is not None
+        code = _code(call)
+        has_kernel = True
+        if call.name == RUN_CODE and self.kernels is not None:
+            has_kernel = await self.kernels.kernel_id(conversation.path) is not None
+        verdict = decide(
+            mode=conversation.mode,
+            tainted=conversation.tainted is not None,
+            tool=call.name,
+            calls_so_far=calls_so_far,
+            has_kernel=has_kernel and self.kernels is not None,
+        )
+        started = self.clock()
+        call_id = f"t_{uuid.uuid4().hex[:16]}"
+        entry: dict[str, Any] = {
+            "call_id": call_id,
+            "agent": caller.agent,
+            "name": caller.name,
+            "tool": call.name[:NAME_LIMIT],  # a model's made-up name is kept short
+        }
+        if call.name == RUN_CODE:
+            entry["code"] = code
+        if verdict.action == "refuse":
+            return self._end(conversation_id, caller, entry, verdict.words, "refused", started)
+        if call.name == RUN_CODE and code is None:
+            words = 'Not run: run_code needs {"code": "..."} with the code as a string.'
+            return self._end(conversation_id, caller, entry, words, "refused", started)
+        try:
+            if verdict.action == "ask" and (
+                chat.skipping or not await self._ask(conversation_id, chat, entry)
+            ):
+                return self._end(conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started)
+            output, ending = await self._run(conversation_id, chat, conversation.path, entry)
+        except asyncio.CancelledError:
+            # Stop: it ends skipped (a running call was interrupted), and the turn ends too.
+            chat.asking.pop(call_id, None)
+            self._end(conversation_id, caller, entry, STOPPED_WORDS, "skipped", started)
+            raise
+        finally:
+            self._set_working(conversation_id, chat, None)
+        return self._end(conversation_id, caller, entry, output, ending, started)
+
+    # --- inside ---
+
+    async def _ask(self, conversation_id: str, chat: _ChatTools, entry: dict[str, Any]) -> bool:
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        chat.asking[entry["call_id"]] = _Asking(entry, answer)
+        self._event(conversation_id, "tool.asking", entry)
+        self._set_working(conversation_id, chat, {**entry, "state": "asking"})
+        return await answer
+
+    async def _run(
+        self, conversation_id: str, chat: _ChatTools, path: str | None, entry: dict[str, Any]
+    ) -> tuple[str, Ending]:
+        def on_state(state: str) -> None:
+            self._set_working(conversation_id, chat, {**entry, "state": state})
+
+        on_state("running")
+        kernels = self.kernels
+        tool = entry["tool"]
+        try:
+            if kernels is None:
+                raise NoKernel("")
+            if tool == READ_NOTEBOOK:
+                if not path:
+                    return "This chat belongs to no notebook, so there is nothing to read.", "ran"
+                notebook = await kernels.notebook(path)
+                try:
+                    ran: list[str] | str = await kernels.history(path)
+                except NoKernel:
+                    ran = "The notebook's kernel is not running, so what it ran since is unknown."
+                except KernelBusy:
+                    ran = BUSY_WORDS
+                return notebook_text(path, notebook, ran), "ran"
+            if tool == LIST_VARIABLES:
+                try:
+                    return variables_text(await kernels.variables(path, on_state)), "ran"
+                except KernelBusy:
+                    return BUSY_WORDS, "ran"
+            result = await kernels.run(path, entry["code"], on_state)
+            return result.output, result.ending
+        except NoKernel:
+            return NO_KERNEL_WORDS, "refused" if tool == RUN_CODE else "ran"
+        except Exception as error:  # a notebook that cannot be read, a kernel that went away
+            return f"The tool failed: {type(error).__name__}: {str(error)[:300]}", "failed"
+
+    def _end(
+        self,
+        conversation_id: str,
+        caller: Caller,
+        entry: dict[str, Any],
+        output: str,
+        ending: Ending,
+        started: float,
+    ) -> str:
+        shown = cut_output(output)
+        call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
+        message = self.store.add_message(
+            conversation_id,
+            "tool",
+            shown,
+            agent=caller.agent,
+            round=caller.place,
+            tool={**call, "state": ending},
+        )
+        data = {**message.to_json(), "name": caller.name}
+        self.hub.publish(conversation_id, {"type": "message", "message": data})
+        seconds = round(max(self.clock() - started, 0.0), 3)
+        ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
+        self._event(conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds})
+        return shown
+
+    def _set_working(
+        self, conversation_id: str, chat: _ChatTools, working: dict[str, Any] | None
+    ) -> None:
+        if chat.working == working:
+            return
+        chat.working = working
+        self.hub.publish(conversation_id, {"type": "working", "working": working})
+
+    def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
+        event = self.store.add_event(conversation_id, kind, data)
+        self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})
+
+
+def _code(call: ToolCall) -> str | None:
+    code = (call.arguments or {}).get("code")
+    return code[:CODE_LIMIT] if isinstance(code, str) else None
