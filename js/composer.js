@@ -182,7 +182,17 @@ export function composer(state, send) {
     submit();
   });
 
+  /** Who could be offered when the list was last drawn, to redraw it when that changes. */
+  let offeredFrom = "";
+
   function draw() {
+    // Names that arrive (or change) while the list is open are offered at once, not on the
+    // next key: a chat's names come with its first snapshot, which may follow the first "@".
+    const from = JSON.stringify(state.get("mentions") || []);
+    if (from !== offeredFrom) {
+      offeredFrom = from;
+      if (document.activeElement === input) refresh();
+    }
     const running = Boolean(state.get("round_running"));
     input.placeholder = running ? "Write to end the round (@ to mention)" : "Message your agents (@ to mention)";
     const notice = state.get("notice") || "";

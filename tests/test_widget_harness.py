@@ -564,6 +564,17 @@ def test_the_picker_never_offers_two_entries_alike_and_yours_wins(page: Page) ->
     expect(page.locator(".conch-mentions")).to_be_hidden()
 
 
+def test_names_that_arrive_while_the_picker_is_open_are_offered_at_once(page: Page) -> None:
+    chat = Chat()
+    mount(page, {**chat.traits(), "mentions": []})  # the chat's snapshot has not come yet
+    box = page.locator(".conch-input")
+    box.click()
+    box.type("@W")
+    expect(page.locator(".conch-mentions")).to_be_hidden()
+    update(page, {"mentions": chat.state.names.mentions()})
+    expect(page.locator(".conch-mention .conch-mention-name")).to_have_text(["Writer"])
+
+
 def test_sending_while_a_round_runs_says_it_ends_the_round(page: Page) -> None:
     mount(page, two_agent_round().traits())
     expect(page.locator(".conch-hint")).to_have_text("Sending now ends the round.")
