@@ -4,11 +4,17 @@ The server is the tests' own `JupyterProcess` (tests/jupyter_process.py), so the
 start one: `python -m jupyter_server` in a subprocess on a free loopback port, with a token, Conch
 enabled, `offline_delay=0`, and every file it writes (data, seal key, runtime, log) inside the
 folder given. No provider key from the environment reaches it.
+
+The server runs the conch_jupyter of this checkout, whatever the venv's editable install points
+at, or of the checkout named by CONCH_BENCH_SERVER_CODE (how "before" numbers are measured on an
+older commit); benchmarks/ is on its path too, for _floor.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,9 +29,35 @@ if str(REPO) not in sys.path:
 from tests.jupyter_process import JupyterProcess  # noqa: E402
 
 
+def server_code() -> Path:
+    """The checkout whose conch_jupyter the benchmark's Jupyter servers run."""
+    return Path(os.environ.get("CONCH_BENCH_SERVER_CODE") or REPO).resolve()
+
+
+def server_code_line() -> str:
+    """Which conch_jupyter the server ran: the checkout, its commit, + for changes on top."""
+    folder = server_code()
+
+    def git(*words: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *words], capture_output=True, text=True, timeout=10
+        )
+        return done.stdout.strip()
+
+    try:
+        head, changed = git("rev-parse", "--short", "HEAD"), git("status", "--porcelain", ".")
+    except (OSError, subprocess.SubprocessError):
+        head, changed = "not a git checkout", ""
+    mark = "+" if any(line.endswith(".py") for line in changed.splitlines()) else ""
+    return f"the Jupyter server ran conch_jupyter at {head}{mark} ({folder.name})"
+
+
 @contextlib.contextmanager
 def conch_server(folder: Path, *extra: str) -> Iterator[JupyterProcess]:
     """A started Jupyter server with Conch, everything of it under `folder`; stopped after."""
+    here = Path(__file__).resolve().parent
+    path = [str(server_code()), str(here), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in path if p)  # the child inherits it
     server = JupyterProcess(folder / "conch", folder / "root", base_url="/", extra=extra)
     server.start()
     try:

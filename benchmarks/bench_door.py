@@ -1,360 +1,62 @@
-"""The A2A door against the reference a2a-sdk server, side by side in one run on one machine.
+"""The A2A door against the reference a2a-sdk server and against its own stack's floor, side by
+side in one run on one machine; then the door again once its data has grown.
 
-Three kinds of process, so no two share a GIL:
+Four servers, in three kinds of process, so no two processes share a GIL:
 - Conch's door: a real Jupyter server with Conch (the tests' JupyterProcess, offline_delay=0, so
   the built-in offline agent answers at once), one pairing per key;
-- the reference: a2a-sdk 1.3's own server, DefaultRequestHandler + create_jsonrpc_routes +
-  create_agent_card_routes on Starlette under uvicorn, with an AgentExecutor that completes each
-  task at once with a short artifact, an InMemoryTaskStore, and a pure ASGI middleware that checks
-  `Authorization: Bearer <key>` (SHA-256 of the key looked up in a set), so both do auth;
-- the load generator: an asyncio pool of `--concurrency` keep-alive connections (one
-  httpx.AsyncClient), started afresh for every measurement, which also reads both servers' CPU
-  time from /proc.
+- the floor: a bare bearer-checked tornado handler in that same Jupyter server (_floor.py), the
+  least any handler of this stack costs;
+- the reference, twice: a2a-sdk 1.3's own server (_reference.py), with its InMemoryTaskStore, and
+  with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL, as Conch's store);
+- the load generator (_door_load.py), started afresh for every measurement, which also reads the
+  servers' CPU time from /proc.
 
-Measured: `GetTask` on one task made first, for a fixed time; `SendMessage`, a fixed number of
-messages. Conch's door bounds every key (one message at a time, 5 at once then 20 a minute), so
-SendMessage is spread over many pairings: each key sends its 5 in a row and is not used again,
-and C clients each work through their own keys. The reference has no bounds; it is sent the same
-messages in the same pattern. Many pairings cost the door on every request, so GetTask is
-measured twice: with one pairing, and again after the SendMessage keys were made.
+Cases: GetTask on one task, the agent card with the key (each for a fixed time, one client and
+`--concurrency` at once), and SendMessage (a fixed number of messages). Conch's door bounds every
+key (one message at a time, 5 at once then 20 a minute), so SendMessage is spread over many
+pairings: each key sends its 5 in a row and is not used again. Every case runs in `--rounds`
+rounds that alternate which server goes first, so a burst of load from elsewhere falls on all.
 
-Every case runs in `--rounds` rounds that alternate which server goes first, so a burst of load
-from elsewhere on a shared machine falls on both. Prints; never asserts on speed.
+Growth: then the door is given 1,000 pairings (made through the API, each timed) and 10,000 door
+chats (written into its SQLite file as the door writes them), and every case runs again on the
+door and on the floor (the floor as the control for the machine's mood).
 
-    .venv/bin/python benchmarks/bench_door.py [--seconds 2] [--rounds 3] [--concurrency 8]
+`--profile FILE` profiles the Jupyter server (cProfile) during one more round of
+`--profile-case` (SendMessage) at `--concurrency`, writes the pstats to FILE and prints the top
+of it. `--server-code DIR` runs the Jupyter server on the conch_jupyter of the checkout DIR (as
+CONCH_BENCH_SERVER_CODE does, see _jupyter.py): how the "before" columns were made.
+Prints; never asserts.
+
+    .venv/bin/python benchmarks/bench_door.py [--quick] [--seconds 2] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
-import hashlib
-import importlib.util
 import json
+import os
+import pstats
 import secrets
-import signal
-import socket
-import subprocess
-import sys
+import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder.
-from _jupyter import conch_server
-from _machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
+from _door_load import PER_KEY, QUESTION, Load, Plan, run_load
+from _jupyter import conch_server, server_code_line
+from _machine import code_line, disk_line, load_line, machine_line, summarize
+from _reference import reference_server
 
 from tests.jupyter_process import JupyterProcess
 
-REFERENCE_REPLY = "A conch is a sea snail with a spiral shell; blown into, it sounds a note."
-QUESTION = "What is a conch? Say it in one line."
-PER_KEY = 5  # messages each key sends: the door's burst, so none is refused
 AGENT = "researcher"  # a default agent: the built-in offline one when no model is configured
-
-
-# --- the reference server, in its own process -----------------------------------------------
-
-
-def reference_app(key_hashes: frozenset[str], endpoint: str) -> Any:
-    """a2a-sdk's server for one agent that answers at once, behind a bearer check."""
-    from a2a.helpers.proto_helpers import new_task_from_user_message
-    from a2a.server.agent_execution import AgentExecutor, RequestContext
-    from a2a.server.events import EventQueue
-    from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-    from a2a.types import (
-        AgentCapabilities,
-        AgentCard,
-        AgentInterface,
-        AgentSkill,
-        HTTPAuthSecurityScheme,
-        Part,
-        SecurityScheme,
-    )
-    from starlette.applications import Starlette
-    from starlette.types import ASGIApp, Receive, Scope, Send
-
-    class InstantExecutor(AgentExecutor):
-        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-            task = context.current_task
-            if task is None:
-                assert context.message is not None
-                task = new_task_from_user_message(context.message)
-                await event_queue.enqueue_event(task)
-            updater = TaskUpdater(event_queue, task.id, task.context_id)
-            await updater.add_artifact([Part(text=REFERENCE_REPLY)], name="reply")
-            await updater.complete()
-
-        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-            raise NotImplementedError("tasks end at once here")
-
-    class BearerCheck:
-        """Pure ASGI: a request without a known key gets 401 and never reaches the app."""
-
-        def __init__(self, app: ASGIApp) -> None:
-            self.app = app
-
-        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http":
-                authorization = dict(scope["headers"]).get(b"authorization", b"")
-                scheme, _, key = authorization.decode("latin-1").partition(" ")
-                digest = hashlib.sha256(key.strip().encode()).hexdigest()
-                if scheme.lower() != "bearer" or digest not in key_hashes:
-                    body = b'{"error": "unauthorized"}'
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": 401,
-                            "headers": [
-                                (b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"www-authenticate", b"Bearer"),
-                            ],
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": body})
-                    return
-            await self.app(scope, receive, send)
-
-    card = AgentCard(
-        name="Reference",
-        description="a2a-sdk's reference server, answering at once.",
-        version="1",
-        supported_interfaces=[
-            AgentInterface(url=endpoint, protocol_binding="JSONRPC", protocol_version="1.0")
-        ],
-        capabilities=AgentCapabilities(),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="talk", name="Talk", description="Answers.", tags=["talk"])],
-        security_schemes={
-            "bearer": SecurityScheme(
-                http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer")
-            )
-        },
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=InstantExecutor(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/a2a")]
-    return BearerCheck(Starlette(routes=routes))
-
-
-def serve_reference(hashes_file: Path) -> None:
-    """Run the reference server until SIGTERM; its first line on stdout is `port <n> <stack>`."""
-    import uvicorn
-
-    hashes = frozenset(hashes_file.read_text().split())
-    # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
-    # a plain socket.socket() says 0. Without it every answer waited ~40 ms (Nagle against
-    # delayed ACK: uvicorn writes the head and the body apart).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = reference_app(hashes, f"http://127.0.0.1:{port}/a2a")
-    # What uvicorn's "auto" picks: uvloop and httptools when installed, else asyncio and h11.
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    print(f"port {port} uvicorn {uvicorn.__version__} ({loop}, {parser})", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
-
-
-@contextmanager
-def reference_server(folder: Path, keys: Sequence[str]) -> Iterator[tuple[str, int, str]]:
-    """The reference server in a subprocess; yields (its JSON-RPC URL, its pid, its stack)."""
-    hashes = folder / "reference-keys.txt"
-    hashes.write_text("\n".join(hashlib.sha256(k.encode()).hexdigest() for k in keys))
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve-reference", str(hashes)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().split(maxsplit=2)  # blocks until it has bound
-        if len(first) < 2 or first[0] != "port":
-            raise RuntimeError("the reference server did not start")
-        url = f"http://127.0.0.1:{first[1]}/a2a"
-        deadline = time.monotonic() + 30
-        while True:  # bound is not yet listening: wait for uvicorn to answer
-            try:
-                httpx.get(url.replace("/a2a", "/.well-known/agent-card.json"), timeout=2)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("the reference server did not answer") from None
-                time.sleep(0.05)
-        yield url, process.pid, first[2] if len(first) > 2 else ""
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-# --- the load generator, in its own process -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One measurement: which server, which method, how hard, for how long."""
-
-    url: str
-    method: str  # "GetTask" or "SendMessage"
-    keys: list[str]  # GetTask: the one key that owns the task; SendMessage: PER_KEY each
-    concurrency: int
-    server_pid: int
-    task_id: str = ""
-    seconds: float = 0.0  # GetTask: the measured time
-    warmup: int = 0  # GetTask: calls sent first, not measured
-    label: str = ""  # which server, for the report
-
-
-@dataclass(frozen=True)
-class Load:
-    """What one Plan measured; latencies in ns."""
-
-    label: str
-    latencies: list[int]
-    elapsed_ns: int
-    server_cpu_ns: int
-    client_cpu_ns: int
-    errors: int
-    first_error: str
-
-    @property
-    def per_second(self) -> float:
-        return len(self.latencies) / (self.elapsed_ns / 1e9)
-
-
-def _body(plan: Plan, key: str, n: int) -> bytes:
-    if plan.method == "GetTask":
-        return json.dumps(
-            {"jsonrpc": "2.0", "id": n, "method": "GetTask", "params": {"id": plan.task_id}}
-        ).encode()
-    message = {
-        "messageId": f"m-{uuid.uuid4().hex}",
-        "role": "ROLE_USER",
-        "parts": [{"text": QUESTION}],
-        "contextId": "ctx-" + hashlib.sha256(key.encode()).hexdigest()[:16],  # one per key
-    }
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message}}
-    ).encode()
-
-
-async def generate(plan: Plan) -> Load:
-    headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
-    limits = httpx.Limits(
-        max_connections=plan.concurrency, max_keepalive_connections=plan.concurrency
-    )
-    latencies: list[int] = []
-    errors: list[str] = []
-    clock = time.perf_counter_ns
-
-    async with httpx.AsyncClient(
-        headers=headers, limits=limits, timeout=60, trust_env=False
-    ) as http:
-
-        async def call(key_index: int, n: int, record: bool) -> None:
-            key = plan.keys[key_index]
-            content = _body(plan, key, n)
-            start = clock()
-            response = await http.post(
-                plan.url, content=content, headers={"Authorization": f"Bearer {key}"}
-            )
-            took = clock() - start
-            answer = response.json() if response.status_code == 200 else {}
-            result = answer.get("result")
-            if plan.method == "SendMessage" and isinstance(result, dict):
-                state = result.get("task", {}).get("status", {}).get("state")
-                result = result if state == "TASK_STATE_COMPLETED" else None
-            if not result:
-                errors.append(f"{response.status_code} {response.text[:300]}")
-            elif record:
-                latencies.append(took)
-
-        async def warm(worker: int) -> None:
-            for n in range(worker, plan.warmup, plan.concurrency):
-                await call(0, n, record=False)
-
-        async def for_a_while(deadline: int) -> None:
-            n = 0
-            while clock() < deadline:
-                await call(0, n, record=True)
-                n += 1
-
-        async def through_keys(worker: int) -> None:
-            for key_index in range(worker, len(plan.keys), plan.concurrency):
-                for n in range(PER_KEY):
-                    await call(key_index, n, record=True)
-
-        workers = range(plan.concurrency)
-        if plan.method == "GetTask":
-            await asyncio.gather(*(warm(w) for w in workers))
-        server_before, client_before = cpu_ns(plan.server_pid), time.process_time_ns()
-        start = clock()
-        if plan.method == "GetTask":
-            deadline = start + int(plan.seconds * 1e9)
-            await asyncio.gather(*(for_a_while(deadline) for _ in workers))
-        else:
-            await asyncio.gather(*(through_keys(w) for w in workers))
-        elapsed = clock() - start
-        server_cpu = cpu_ns(plan.server_pid) - server_before
-        client_cpu = time.process_time_ns() - client_before
-    return Load(
-        plan.label,
-        latencies,
-        elapsed,
-        server_cpu,
-        client_cpu,
-        len(errors),
-        errors[0] if errors else "",
-    )
-
-
-def run_load(plan: Plan) -> Load:
-    """Run one Plan in a fresh load-generator process."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--load"],
-        input=json.dumps(dataclasses.asdict(plan)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the load generator failed:\n{done.stderr[-3000:]}")
-    load = Load(**json.loads(done.stdout))
-    if load.errors:
-        raise RuntimeError(f"{plan.label} {plan.method}: {load.errors} errors, {load.first_error}")
-    return load
-
-
-def load_main() -> None:
-    plan = Plan(**json.loads(sys.stdin.read()))
-    load = asyncio.run(generate(plan))
-    json.dump(dataclasses.asdict(load), sys.stdout)
-
-
-# --- the two servers, side by side ----------------------------------------------------------
 
 
 @dataclass
@@ -362,7 +64,8 @@ class Side:
     """One server as the load generator sees it."""
 
     label: str
-    url: str
+    url: str  # its JSON-RPC endpoint
+    card: str  # its agent card's URL
     pid: int
     keys: list[str]  # [0] owns the GetTask task; the rest are handed out for SendMessage
     task_id: str = ""
@@ -390,9 +93,9 @@ def measure(case: Case, sides: Sequence[Side], rounds: int, seconds: float, keys
         turn = number % len(sides)
         for side in [*sides[turn:], *sides[:turn]]:
             plan = Plan(
-                url=side.url,
+                url=side.card if case.method == "card" else side.url,
                 method=case.method,
-                keys=[side.keys[0]] if case.method == "GetTask" else side.take(keys),
+                keys=side.take(keys) if case.method == "SendMessage" else [side.keys[0]],
                 concurrency=case.concurrency,
                 server_pid=side.pid,
                 task_id=side.task_id,
@@ -421,12 +124,16 @@ def first_task(url: str, key: str) -> str:
     return str(task["id"])
 
 
-def pair(server: JupyterProcess, count: int) -> list[str]:
-    """`count` new pairings for the agent on Conch's door; their keys."""
+def pair(server: JupyterProcess, count: int, took: list[float] | None = None) -> list[str]:
+    """`count` new pairings for the agent on Conch's door; their keys. Each one's time (as its
+    client saw it) goes into `took`."""
     keys = []
     with server.client() as api:
         for n in range(count):
+            started = time.perf_counter()
             made = api.post(server.api("pairings"), json={"agents": [AGENT], "label": f"Bench {n}"})
+            if took is not None:
+                took.append(time.perf_counter() - started)
             if made.status_code != 201:
                 raise RuntimeError(f"pairing failed: {made.status_code} {made.text}")
             keys.append(made.json()["key"])
@@ -444,126 +151,267 @@ def offline_agent(server: JupyterProcess) -> None:
                 raise RuntimeError(f"could not make {AGENT} offline: {patched.text}")
 
 
+def door_chats(database: Path, pairing_ids: Sequence[str], count: int) -> None:
+    """`count` door chats spread over the pairings, as the door stores one answered message: the
+    peer chat, the caller's words and the reply, and the ended task. Written beside the running
+    server (WAL lets a second writer wait its turn), in one transaction."""
+    now = time.time()
+    chats, messages, tasks = [], [], []
+    for n in range(count):
+        pairing = pairing_ids[n % len(pairing_ids)]
+        chat, context = f"c_{uuid.uuid4().hex[:16]}", f"ctx-grown-{n}"
+        tainted = json.dumps({"kind": "person", "by": "Bench"})
+        chats.append((chat, f"Researcher with Bench {n}", now, "peer", AGENT, tainted, pairing,
+                      f"{AGENT}/{context}"))  # fmt: skip
+        for role, text in (("outside", QUESTION), ("agent", "A sea snail.")):
+            messages.append((f"m_{uuid.uuid4().hex[:16]}", chat, role, text, now))
+        tasks.append((str(uuid.uuid4()), pairing, AGENT, context, chat, "TASK_STATE_COMPLETED",
+                      QUESTION, f"m-{n}", "A sea snail.", None, now, now))  # fmt: skip
+    db = sqlite3.connect(database, timeout=30, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(
+            "INSERT INTO conversations (id, title, created, origin, agent, tainted, pairing_id,"
+            " context_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            chats,
+        )
+        db.executemany(
+            "INSERT INTO messages (id, conversation_id, role, text, created)"
+            " VALUES (?, ?, ?, ?, ?)",
+            messages,
+        )
+        db.executemany(
+            "INSERT INTO door_tasks (id, pairing_id, agent, context_id, conversation_id, state,"
+            " asked, asked_id, reply, words, created, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            tasks,
+        )
+        db.execute("COMMIT")
+    finally:
+        db.close()
+
+
+def profile(server: JupyterProcess, key: str, action: str, path: Path | None = None) -> None:
+    query = f"?path={path}" if path else ""
+    with httpx.Client(trust_env=False, timeout=60) as http:
+        answer = http.post(
+            f"{server.url}bench-floor/profile/{action}{query}",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        answer.raise_for_status()
+
+
 # --- the report -----------------------------------------------------------------------------
 
+HEADER = (
+    f"  {'':<14} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}"
+    f" {'CPU µs/req':>10} {'server':>7} {'client':>7} {'calls':>6}"
+)
 
-def report(case: Case, labels: Sequence[str]) -> None:
+
+@dataclass(frozen=True)
+class Row:
+    rate: float
+    p50: float
+    p90: float
+    p99: float
+    cpu: float  # server CPU ns per request
+
+
+def row(loads: list[Load]) -> Row:
+    pooled = summarize([t for load in loads for t in load.latencies])
+    rate = sorted(load.per_second for load in loads)[len(loads) // 2]
+    requests = sum(len(load.latencies) for load in loads)
+    cpu = sum(load.server_cpu_ns for load in loads) / requests
+    return Row(rate, pooled.median, pooled.p90, pooled.p99, cpu)
+
+
+def report(case: Case, labels: Sequence[str], against: Sequence[str]) -> dict[str, Row]:
     rows = {}
     for label in labels:
         loads = case.loads[label]
-        pooled = summarize([t for load in loads for t in load.latencies])
-        rate = sorted(load.per_second for load in loads)[len(loads) // 2]
+        r = rows[label] = row(loads)
         requests = sum(len(load.latencies) for load in loads)
         elapsed = sum(load.elapsed_ns for load in loads)
-        server_cpu = sum(load.server_cpu_ns for load in loads)
-        client_cpu = sum(load.client_cpu_ns for load in loads)
-        rows[label] = (rate, pooled, server_cpu / requests)
+        server = sum(load.server_cpu_ns for load in loads) / elapsed
+        client = sum(load.client_cpu_ns for load in loads) / elapsed
         print(
-            f"  {label:<10} {rate:9.0f} {pooled.median / 1e6:9.2f} {pooled.p90 / 1e6:9.2f}"
-            f" {pooled.p99 / 1e6:9.2f} {server_cpu / requests / 1e3:10.0f}"
-            f" {server_cpu / elapsed:7.0%} {client_cpu / elapsed:7.0%} {requests:7d}"
+            f"  {label:<14} {r.rate:8.0f} {r.p50 / 1e6:8.2f} {r.p90 / 1e6:8.2f}"
+            f" {r.p99 / 1e6:8.2f} {r.cpu / 1e3:10.0f} {server:7.0%} {client:7.0%} {requests:6d}"
         )
-    ours, ref = (rows[label] for label in labels)
-    print(
-        f"  {'Conch/ref':<10} {ours[0] / ref[0]:8.2f}x {ours[1].median / ref[1].median:8.2f}x"
-        f" {ours[1].p90 / ref[1].p90:8.2f}x {ours[1].p99 / ref[1].p99:8.2f}x"
-        f" {ours[2] / ref[2]:9.2f}x"
-    )
+    ours = rows[labels[0]]
+    for label in against:
+        ref = rows[label]
+        print(
+            f"  {'Conch/' + label:<14} {ours.rate / ref.rate:7.2f}x {ours.p50 / ref.p50:7.2f}x"
+            f" {ours.p90 / ref.p90:7.2f}x {ours.p99 / ref.p99:7.2f}x {ours.cpu / ref.cpu:9.2f}x"
+        )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="per GetTask measurement")
+    parser.add_argument("--seconds", type=float, default=2.0, help="per GetTask or card round")
     parser.add_argument("--rounds", type=int, default=3, help="measurements per case and server")
     parser.add_argument("--concurrency", type=int, default=8, help="connections at once")
     parser.add_argument("--sequential-keys", type=int, default=6, help="keys per round, 1 client")
-    parser.add_argument("--serve-reference", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--load", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pairings", type=int, default=1000, help="pairings once grown")
+    parser.add_argument("--chats", type=int, default=10_000, help="door chats once grown")
+    parser.add_argument("--quick", action="store_true", help="1 s, 2 rounds, 200 pairings")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the server here")
+    parser.add_argument(
+        "--profile-case", choices=["GetTask", "card", "SendMessage"], default="SendMessage"
+    )
+    parser.add_argument("--server-code", type=Path, help="a checkout whose conch_jupyter to run")
     args = parser.parse_args()
-    if args.serve_reference:
-        serve_reference(args.serve_reference)
-        return
-    if args.load:
-        load_main()
-        return
+    if args.quick:
+        args.seconds, args.rounds, args.pairings, args.chats = 1.0, 2, 200, 2000
+    # The Jupyter server finds _floor.py (and, when asked, an older conch_jupyter) this way.
+    if args.server_code:
+        os.environ["CONCH_BENCH_SERVER_CODE"] = str(args.server_code)
 
     rounds, conc = args.rounds, args.concurrency
     per_round = {1: args.sequential_keys, conc: 2 * conc}  # SendMessage keys per round
     warm_keys = 2
-    keys_needed = 1 + warm_keys + rounds * sum(per_round.values())
+    sends_keys = rounds * sum(per_round.values())
+    keys_needed = 1 + warm_keys + 2 * sends_keys + (per_round[conc] if args.profile else 0)
     load_at_start = load_line()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conch-bench-door-") as tmp:
         folder = Path(tmp)
         disk_at_start = disk_line(folder)
-        reference_keys = [f"conch_a2a_{secrets.token_urlsafe(32)}" for _ in range(keys_needed)]
+        ref_keys = [f"conch_a2a_{secrets.token_urlsafe(32)}" for _ in range(keys_needed)]
+        # Enabled the way an installed extension is (the server's config dir, see JupyterProcess),
+        # since the command line's jpserver_extensions already names Conch.
+        enabled = folder / "root/.jupyter-home/config/jupyter_server_config.d/_floor.json"
+        enabled.parent.mkdir(parents=True)
+        enabled.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"_floor": True}}}))
         with (
             conch_server(folder) as server,
-            reference_server(folder, reference_keys) as (ref_url, ref_pid, ref_stack),
+            reference_server(folder / "memory", ref_keys, database=False) as memory,
+            reference_server(folder / "sqlite", ref_keys, database=True) as on_disk,
         ):
             assert server.process is not None
             offline_agent(server)
-            conch = Side("Conch", f"{server.url}a2a/{AGENT}", server.process.pid, pair(server, 1))
-            reference = Side("reference", ref_url, ref_pid, reference_keys)
-            sides = [conch, reference]
-            for side in sides:
-                side.task_id = first_task(side.url, side.keys[0])
-
-            gets = [
-                Case("GetTask, 1 client", "GetTask", 1),
-                Case(f"GetTask, {conc} at once", "GetTask", conc),
-            ]
-            for case in gets:
-                measure(case, sides, rounds, args.seconds, 0)
-            conch.keys += pair(server, keys_needed - 1)
-            pairings = len(conch.keys)
-            gets_many = [
-                Case(f"GetTask, 1 client, Conch with {pairings} pairings", "GetTask", 1),
-                Case(f"GetTask, {conc} at once, Conch with {pairings} pairings", "GetTask", conc),
-            ]
-            for case in gets_many:
-                measure(case, sides, rounds, args.seconds, 0)
-            warm = Case("warm-up", "SendMessage", 1)
-            measure(warm, sides, 1, 0, warm_keys)
-            sends = [
-                Case(f"SendMessage, 1 client, Conch with {pairings} pairings", "SendMessage", 1),
-                Case(
-                    f"SendMessage, {conc} at once, Conch with {pairings} pairings",
-                    "SendMessage",
-                    conc,
+            fresh_took: list[float] = []
+            keys = pair(server, 1 + warm_keys + sends_keys, fresh_took)
+            conch = Side(
+                "Conch",
+                f"{server.url}a2a/{AGENT}",
+                f"{server.url}a2a/{AGENT}/.well-known/agent-card.json",
+                server.process.pid,
+                keys,
+            )
+            floor = Side(
+                "floor",
+                f"{server.url}bench-floor/a2a",
+                f"{server.url}bench-floor/card",
+                server.process.pid,
+                list(keys),
+            )
+            references = [
+                Side(
+                    "ref memory",
+                    memory[0],
+                    memory[0][: -len("/a2a")] + "/.well-known/agent-card.json",
+                    memory[1],
+                    ref_keys,
+                ),
+                Side(
+                    "ref SQLite",
+                    on_disk[0],
+                    on_disk[0][: -len("/a2a")] + "/.well-known/agent-card.json",
+                    on_disk[1],
+                    list(ref_keys),
                 ),
             ]
-            for case in sends:
-                measure(case, sides, rounds, 0, per_round[case.concurrency])
+            sides = [conch, floor, *references]
+            for side in sides:
+                side.task_id = first_task(side.url, side.keys[0]) if side is not floor else "t"
+            cases = [
+                Case("GetTask, 1 client", "GetTask", 1),
+                Case(f"GetTask, {conc} at once", "GetTask", conc),
+                Case("the card, 1 client", "card", 1),
+                Case(f"the card, {conc} at once", "card", conc),
+                Case("SendMessage, 1 client", "SendMessage", 1),
+                Case(f"SendMessage, {conc} at once", "SendMessage", conc),
+            ]
+            measure(Case("warm-up", "SendMessage", 1), sides, 1, 0, warm_keys)
+            for case in cases:
+                measure(case, sides, rounds, args.seconds, per_round[case.concurrency])
+
+            # Growth: the door's data as a long-used server's, then every case again.
+            grown_took: list[float] = []
+            more = max(args.pairings - len(keys), sends_keys + 1 + per_round[conc])
+            all_keys = keys + pair(server, more, grown_took)
+            conch.keys = floor.keys = all_keys[:1] + all_keys[-(sends_keys + 1 + per_round[conc]) :]
+            conch.used = floor.used = 1
+            with server.client() as api:
+                ids = [p["id"] for p in api.get(server.api("pairings")).json()["pairings"]]
+            door_chats(server.data_dir / "conch.sqlite3", ids, args.chats)
+            grown = [dataclasses.replace(c, label=c.label, loads={}) for c in cases]
+            for case in grown:
+                measure(case, [conch, floor], rounds, args.seconds, per_round[case.concurrency])
+
+            profile_text = ""
+            if args.profile:
+                hottest = Case("profile", args.profile_case, conc)
+                profile(server, keys[0], "start")
+                measure(hottest, [conch], 1, args.seconds, per_round[conc])
+                profile(server, keys[0], "stop", args.profile.resolve())
+                profile_text = f"profiled: {args.profile_case}, {conc} at once, {args.profile}"
         disk_at_end = disk_line(folder)
     took = time.monotonic() - started
 
-    print("The A2A door against the reference a2a-sdk server, JSON-RPC over loopback HTTP/1.1")
+    print("The A2A door against the reference a2a-sdk server and the stack's floor")
     print(f"machine: {machine_line()}")
     print(code_line())
-    print(
-        f"date: {time.strftime('%Y-%m-%d')}   {load_at_start} (at the start), {load_line()} (end)"
-    )
+    print(server_code_line())
+    print(f"date: {time.strftime('%Y-%m-%d')}   {load_at_start} (start), {load_line()} (end)")
     print(f"{disk_at_start} (at the start); at the end: {disk_at_end.split(') ')[1]}")
-    print(f"Conch: jupyter_server + tornado; reference: a2a-sdk on Starlette, {ref_stack}")
+    print(f"reference: a2a-sdk on Starlette, {memory[2]}")
     print(
-        f"{rounds} rounds per case and server, taking turns; GetTask {args.seconds:g} s each; "
-        f"SendMessage {PER_KEY} per key; {took:.0f} s in all"
+        f"{rounds} rounds per case and server, taking turns; GetTask and the card "
+        f"{args.seconds:g} s each; SendMessage {PER_KEY} per key; {took:.0f} s in all"
     )
     print()
-    header = (
-        f"  {'':<10} {'req/s':>9} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9}"
-        f" {'CPU µs/req':>10} {'server':>7} {'client':>7} {'calls':>7}"
-    )
-    for case in [*gets, *gets_many, *sends]:
+    labels = [s.label for s in sides]
+    fresh_rows = {}
+    for case in cases:
         print(case.label)
-        print(header)
-        report(case, ["Conch", "reference"])
+        print(HEADER)
+        fresh_rows[case.label] = report(case, labels, labels[1:])
+    print()
+    print(f"Grown: {len(all_keys)} pairings, {args.chats:,} more door chats; Conch and the floor")
+    for case in grown:
+        print(case.label)
+        print(HEADER)
+        rows = report(case, ["Conch", "floor"], ["floor"])
+        for label in ("Conch", "floor"):
+            before, after = fresh_rows[case.label][label], rows[label]
+            print(
+                f"  {label + ' grown/fresh':<14} {after.rate / before.rate:7.2f}x"
+                f" {after.p50 / before.p50:7.2f}x {after.p90 / before.p90:7.2f}x"
+                f" {after.p99 / before.p99:7.2f}x {after.cpu / before.cpu:9.2f}x"
+            )
+    for name, times in (("fresh", fresh_took), ("grown", grown_took)):
+        if len(times) > 1:
+            t = summarize(times)
+            print(
+                f"making a pairing ({name}, {len(times)} made): median {t.median * 1e3:.1f} ms,"
+                f" p90 {t.p90 * 1e3:.1f} ms, p99 {t.p99 * 1e3:.1f} ms,"
+                f" max {max(times) * 1e3:.1f} ms"
+            )
     print()
     print("req/s: median of the rounds; latencies: all rounds pooled, as the client saw them;")
     print("CPU µs/req: the server process's CPU time (all threads) per measured call; server,")
     print("client: each process's CPU time over the wall time (100% = one core busy all along).")
-    print("Conch/ref: ratios; req/s below 1 and times above 1 mean Conch's door is slower.")
+    print("Conch/x: ratios; req/s above 1 and times below 1 mean Conch's door is faster.")
+    print("The floor runs in Conch's Jupyter server process: its CPU column is that process's.")
+    if profile_text:
+        print()
+        print(profile_text)
+        pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":

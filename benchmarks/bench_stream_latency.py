@@ -37,7 +37,7 @@ import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
 # repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import api_client, checked, conch_server, sse_events
+from _jupyter import api_client, checked, conch_server, server_code_line, sse_events
 from _machine import code_line, disk_line, load_line, machine_line, summarize
 
 from tests.jupyter_process import JupyterProcess
@@ -283,6 +283,7 @@ def main() -> None:
     print("Chunk → client: a model's streamed chunk, written → read by a client")
     print(f"machine: {machine_line()}")
     print(code_line())
+    print(server_code_line())
     print(
         f"date: {time.strftime('%Y-%m-%d')}   {load_at_start} (at the start), {load_line()} (end)"
     )

@@ -43,8 +43,8 @@ import httpx
 
 # benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
 # repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import api_client, checked, conch_server, sse_events
-from _machine import code_line, load_line, machine_line, summarize
+from _jupyter import api_client, checked, conch_server, server_code_line, sse_events
+from _machine import code_line, disk_line, load_line, machine_line, summarize
 
 from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
 from tests.jupyter_process import JupyterProcess
@@ -277,7 +277,9 @@ def main() -> None:
         conch_server(Path(tmp)) as server,
     ):
         models.responder = respond
+        disk_before = disk_line(Path(tmp))
         run = asyncio.run(drive(server, models, args.rounds, args.warmup, args.followers))
+        disk_after = disk_line(Path(tmp))
     engine = engine_gaps(rounds=20_000, warmup=500)
 
     gap, alone = summarize(run.gaps), summarize(engine)
@@ -285,7 +287,9 @@ def main() -> None:
     print("Per-turn overhead, instant model: reply N's last byte → request N+1 at the model")
     print(f"machine: {machine_line()}")
     print(code_line())
+    print(server_code_line())
     print(f"date: {time.strftime('%Y-%m-%d')}   {load_at_start}")
+    print(f"{disk_before} (before the rounds); after them: {disk_after.split(') ')[1]}")
     print()
     print(
         f"Jupyter server + SQLite (synchronous=FULL) + {run.followers} event-stream follower(s): "

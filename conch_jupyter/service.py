@@ -133,10 +133,10 @@ class RoundService:
 
     # --- what the handlers call ---
 
-    def post(self, conversation_id: str, text: str) -> Message:
+    async def post(self, conversation_id: str, text: str) -> Message:
         """Store the user's message and queue it for an answer; the round it starts runs on."""
         self._require(conversation_id)
-        message = self.store.add_message(conversation_id, "user", text)
+        message = await self.store.add_message(conversation_id, "user", text)
         self._publish_message(message)
         chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
         if chat.round is not None and chat.round.taking_turns:
@@ -228,10 +228,10 @@ class RoundService:
             except StoreError as error:
                 # Storage refused (a full disk): say it where it can be seen, keep serving.
                 log.warning("Conch: chat %s could not be stored: %s", chat.id, error)
-                self._try_note(chat.id, f"Conch could not store this answer: {error}")
+                await self._try_note(chat.id, f"Conch could not store this answer: {error}")
             except Exception:
                 log.exception("Conch: answering a message in chat %s failed", chat.id)
-                self._try_note(
+                await self._try_note(
                     chat.id,
                     "Something went wrong inside Conch while answering; see the server log.",
                 )
@@ -242,16 +242,17 @@ class RoundService:
         self.tools.new_message(chat.id)
         room = self._room()
         if not room.agents:
-            self._note(chat.id, "You have no agents yet: add one in Settings (or %conch agents).")
+            await self._note(
+                chat.id, "You have no agents yet: add one in Settings (or %conch agents)."
+            )
             return
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
         mentions = read_mentions(message.text, roster.ours, roster.outside)
         named = mentions.named
         if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
-            self._note(chat.id, unclear_note(mentions.unclear))
+            await self._note(chat.id, unclear_note(mentions.unclear))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
-            self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
         else:
             agent = self._chat_agent(chat.id, room.agents)
             chat.round, chat.visible = (
@@ -259,13 +260,16 @@ class RoundService:
                 False,
             )
         decision = chat.round.start()
+        if chat.visible:
+            # After start(), so a Stop while this is stored ends the round it stops.
+            await self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
         while not isinstance(decision, End):
             self._publish_round(chat)
             if isinstance(decision, Ask):
                 decision = await self._ask(chat, room, decision, message)
             else:
                 decision = await self._speak(chat, room, decision, message)
-        self._finish(chat, decision)
+        await self._finish(chat, decision)
 
     def _room(self) -> _Room:
         outside = self.outside.list() if self.outside is not None else []
@@ -286,7 +290,9 @@ class RoundService:
         if chat.visible:
             handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
             place = {"turn": turn.turn, "handed_by": handed_by}
-            self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+            await self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+            if rnd.ended is not None:  # stopped while the note was being stored
+                return rnd.ended
         reply = chat.reply = Reply()
         taking = self.turns.take(self._turn_input(chat, room, agent, message, place), reply)
         task = asyncio.create_task(taking, name=f"conch-reply-{reply.id}")
@@ -307,7 +313,9 @@ class RoundService:
         assert rnd is not None
         assert self.outside is not None
         outside_id = room.id_of(turn.agent)
-        self._event(chat.id, "round.asking", {"agent": outside_id})
+        await self._event(chat.id, "round.asking", {"agent": outside_id})
+        if rnd.ended is not None:  # stopped while the event was being stored
+            return rnd.ended
         context_id = self.store.context_id(chat.id, outside_id)
         asking = asyncio.create_task(self.outside.ask(outside_id, message.text, context_id))
         await self._run(chat, asking)
@@ -321,22 +329,22 @@ class RoundService:
                 # Nothing came back at all: the round ends in error, never as if it had answered.
                 log.warning("Conch: chat %s: %s", chat.id, failed)
                 return rnd.handle(ProviderFailed(turn.agent, failed))
-            self._note(chat.id, failed)
+            await self._note(chat.id, failed)
             return rnd.handle(OutsideAnswered(turn.agent))
         if outcome.context_id:
-            self.store.set_context_id(chat.id, outside_id, outcome.context_id)
+            await self.store.set_context_id(chat.id, outside_id, outcome.context_id)
         if outcome.text:
             place = {"turn": turn.turn, "handed_by": None}
-            said = self.store.add_message(
+            said = await self.store.add_message(
                 chat.id, "outside", outcome.text, agent=outside_id, round=place
             )
             self._publish_message(said)
-            self._event(chat.id, "peer.message", {"agent": outside_id, "text": outcome.text})
+            await self._event(chat.id, "peer.message", {"agent": outside_id, "text": outcome.text})
             # Someone else's words are in the chat from now on.
-            self.store.set_taint(chat.id, {"kind": "person", "by": turn.agent})
+            await self.store.set_taint(chat.id, {"kind": "person", "by": turn.agent})
         words = OUTSIDE_STATE_WORDS.get(outcome.state)
         if words:
-            self._note(chat.id, words.format(name=turn.agent))
+            await self._note(chat.id, words.format(name=turn.agent))
         return rnd.handle(OutsideAnswered(turn.agent))
 
     async def _run(self, chat: _Chat, task: asyncio.Task[Any]) -> None:
@@ -380,21 +388,21 @@ class RoundService:
             ),
         )
 
-    def _finish(self, chat: _Chat, end: End) -> None:
+    async def _finish(self, chat: _Chat, end: End) -> None:
         if end.reason == "outside":
             speaker = end.speakers[-1] if end.speakers else "An agent"
-            self._note(chat.id, outside_refused_note(speaker, end.named_outside))
+            await self._note(chat.id, outside_refused_note(speaker, end.named_outside))
         elif end.words:
-            self._note(chat.id, end.words)
+            await self._note(chat.id, end.words)
         elif chat.visible and ROUND_END_WORDS.get(end.reason):
-            self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
+            await self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
         elif end.reason == "stopped":
-            self._note(chat.id, "You stopped the reply.")
+            await self._note(chat.id, "You stopped the reply.")
         chat.round = None
         self.hub.publish(chat.id, {"type": "round", "round": None})
         if chat.visible:
             words = end_words(end.speakers, end.turns, end.reason)
-            self._event(
+            await self._event(
                 chat.id, "round.ended", {"turns": end.turns, "reason": end.reason, "words": words}
             )
 
@@ -423,16 +431,19 @@ class RoundService:
         data = self.message_json(message, self._room().names())
         self.hub.publish(message.conversation_id, {"type": "message", "message": data})
 
-    def _try_note(self, conversation_id: str, text: str) -> None:
+    async def _try_note(self, conversation_id: str, text: str) -> None:
         """A note about a failure, which may itself fail to be stored: then the log has it."""
         try:
-            self._note(conversation_id, text)
+            await self._note(conversation_id, text)
         except StoreError:
             log.warning("Conch: chat %s: %s (not stored)", conversation_id, text)
 
-    def _note(self, conversation_id: str, text: str, place: dict[str, Any] | None = None) -> None:
-        self._publish_message(self.store.add_message(conversation_id, "note", text, round=place))
+    async def _note(
+        self, conversation_id: str, text: str, place: dict[str, Any] | None = None
+    ) -> None:
+        note = await self.store.add_message(conversation_id, "note", text, round=place)
+        self._publish_message(note)
 
-    def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
-        event = self.store.add_event(conversation_id, kind, data)
+    async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
+        event = await self.store.add_event(conversation_id, kind, data)
         self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})

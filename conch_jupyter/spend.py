@@ -7,12 +7,14 @@ the offline default and unpriced local models always answer.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from .agents import Agent
 from .providers.base import Usage
 from .rounds import Round
 from .store import Store, month_start
+from .store_writer import Pending
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,15 @@ def record_spend(
     *,
     conversation_id: str,
     payer: str | None = None,
-) -> float:
-    """Put a reply's cost in the ledger (nothing for an unpriced agent); returns it. Usage that
-    Conch estimated (a cut-off reply) is marked as an estimate in the ledger."""
+) -> Pending[float]:
+    """Put a reply's cost in the ledger (nothing for an unpriced agent); awaited, it gives the
+    cost once stored. Queued at the call, like every change of the store, so it can share a
+    commit with what was queued just before it. Usage that Conch estimated (a cut-off reply) is
+    marked as an estimate in the ledger."""
     if usage is None or agent.price is None:
-        return 0.0
+        return _cost(None, 0.0)
     cost = agent.price.cost(usage)
-    store.add_spend(
+    stored = store.add_spend(
         cost,
         conversation_id=conversation_id,
         agent=agent.id,
@@ -45,6 +49,12 @@ def record_spend(
         output_tokens=usage.output_tokens,
         estimated=usage.estimated,
     )
+    return _cost(stored, cost)
+
+
+async def _cost(stored: Awaitable[None] | None, cost: float) -> float:
+    if stored is not None:
+        await stored
     return cost
 
 

@@ -144,9 +144,9 @@ class Turns:
         except ProviderError as error:
             reply.failure = error.words
         except asyncio.CancelledError:
-            self._settle(turn, request, reply)
+            await self._settle(turn, request, reply)
             raise
-        self._settle(turn, request, reply)
+        await self._settle(turn, request, reply)
         return reply
 
     async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
@@ -190,20 +190,20 @@ class Turns:
             return False
         return turn.spend_check(turn.agent.price.cost(reply.usage)) is not None
 
-    def _settle(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
-        """Keep what was said and bill it, however the turn ended."""
+    async def _settle(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
+        """Keep what was said and bill it, however the turn ended: the reply (with the chat's
+        agent) and its spend are queued together, so one commit stores both."""
+        kept = None
         if reply.said_something:
-            message = self.store.add_message(
+            kept = self.store.add_message(
                 turn.conversation_id,
                 "agent",
                 reply.text,
                 agent=turn.agent.id,
                 round=turn.place,
                 id=reply.id,
+                chat_agent=True,
             )
-            self.store.set_agent(turn.conversation_id, turn.agent.id)
-            data = {**message.to_json(), "name": turn.agent.name}
-            self.hub.publish(turn.conversation_id, {"type": "message", "message": data})
         # A request cut off mid-stream (Stop, a deadline, a failure after some text) reported no
         # usage: estimate it. One that failed before saying anything was refused: nothing to bill.
         cut = reply.open_request
@@ -212,10 +212,15 @@ class Turns:
             estimate = estimate_usage(cut, said)
             reply.usage = estimate if reply.usage is None else reply.usage + estimate
         reply.open_request = None
-        reply.cost = record_spend(
+        spent = record_spend(
             self.store,
             turn.agent,
             reply.usage,
             conversation_id=turn.conversation_id,
             payer=turn.payer,
         )
+        if kept is not None:
+            message = await kept
+            data = {**message.to_json(), "name": turn.agent.name}
+            self.hub.publish(turn.conversation_id, {"type": "message", "message": data})
+        reply.cost = await spent

@@ -27,7 +27,9 @@ from conch_jupyter.a2a.door.peer_turn import peer_prompt
 from conch_jupyter.a2a.door.rules import (
     DoorBounds,
     DoorGate,
+    DoorKeys,
     FailureThrottle,
+    KeyBuckets,
     ThrottleRules,
     TokenBucket,
     bearer_key,
@@ -36,10 +38,10 @@ from conch_jupyter.a2a.door.rules import (
     hash_key,
     is_command,
     is_loopback,
-    match_key,
+    key_prefix,
+    message_refusal,
     new_key,
     remote_refusal,
-    size_refusal,
 )
 from conch_jupyter.store import DoorTask
 
@@ -74,19 +76,12 @@ def test_bearer_key(header: str | None, key: str | None) -> None:
     assert bearer_key(header) == key
 
 
-def test_match_key_compares_every_hash_and_refuses_what_is_not_a_key() -> None:
+def test_a_key_is_found_by_its_hash_and_what_is_not_a_key_opens_nothing() -> None:
     keys = [new_key() for _ in range(3)]
-    hashes = [(f"p{n}", hash_key(k)) for n, k in enumerate(keys)]
-    seen: list[str] = []
-
-    def counted() -> Any:
-        for item in hashes:
-            seen.append(item[0])
-            yield item
-
-    assert match_key(keys[0], counted()) == "p0"
-    assert seen == ["p0", "p1", "p2"]  # no early exit on a match
-    assert match_key(keys[2], hashes) == "p2"
+    door_keys = DoorKeys((f"p{n}", hash_key(k), n == 2) for n, k in enumerate(keys))
+    assert len(door_keys) == 3
+    assert door_keys.match(keys[0]) == ("p0", False)
+    assert door_keys.match(keys[2]) == ("p2", True)
     for wrong in (
         new_key(),
         keys[0][:-1],
@@ -98,7 +93,7 @@ def test_match_key_compares_every_hash_and_refuses_what_is_not_a_key() -> None:
         "a" * 64,  # a Jupyter-token-like string
         "",
     ):
-        assert match_key(wrong, hashes) is None, wrong
+        assert door_keys.match(wrong) is None, wrong
 
 
 # --- who may knock ----------------------------------------------------------------------------
@@ -180,10 +175,10 @@ def test_the_throttle_remembers_a_bounded_number_of_addresses() -> None:
     assert throttle.wait("10.0.0.4", 2.0) == 99
 
 
-def gate(**rules: Any) -> tuple[DoorGate, Clock, str, list[tuple[str, str, bool]]]:
+def gate(**rules: Any) -> tuple[DoorGate, Clock, str, DoorKeys]:
     clock = Clock(now=1_000.0, step=0.0)
     key = new_key()
-    keys = [("p_local", hash_key(key), False), ("p_other", hash_key(new_key()), True)]
+    keys = DoorKeys([("p_local", hash_key(key), False), ("p_other", hash_key(new_key()), True)])
     throttle = FailureThrottle(ThrottleRules(**rules)) if rules else None
     return DoorGate(remote=False, clock=clock, throttle=throttle), clock, key, keys
 
@@ -211,25 +206,73 @@ def test_the_gate(
         assert (verdict.status, verdict.code) == (status, code)
 
 
-def test_the_gate_locks_an_address_out_before_looking_at_the_key() -> None:
+def test_wrong_keys_are_held_back_and_a_right_key_never_is() -> None:
     door, clock, key, keys = gate(free=1, lockout=3, window=60, max_delay=0.5)
-    wrong = {"Authorization": "Bearer " + new_key()}
+    stale = {"Authorization": "Bearer " + new_key()}  # one caller stuck on a wrong key
     verdicts = [
-        door.admit(headers=wrong, address="::1", protocol="http", keys=keys) for _ in range(3)
+        door.admit(headers=stale, address="::1", protocol="http", keys=keys) for _ in range(3)
     ]
     assert [getattr(v, "delay", None) for v in verdicts] == [0.0, 0.1, 0.2]
     assert all(getattr(v, "bad_key", False) for v in verdicts)
-    right = {"Authorization": f"Bearer {key}"}
-    locked = door.admit(headers=right, address="::1", protocol="http", keys=keys)
+    locked = door.admit(headers=stale, address="::1", protocol="http", keys=keys)
     assert not isinstance(locked, str)
-    assert (locked.status, locked.retry_after) == (429, 60)
-    assert door.admit(headers=right, address="127.0.0.1", protocol="http", keys=keys) == "p_local"
-    clock.now += 61
+    assert (locked.status, locked.code, locked.retry_after) == (429, "too_many_failures", 60)
+    # The right key, from the same address, is checked first and let in at once.
+    right = {"Authorization": f"Bearer {key}"}
     assert door.admit(headers=right, address="::1", protocol="http", keys=keys) == "p_local"
+    # Another wrong key on that address (another prefix) is counted on its own …
+    other = door.admit(
+        headers={"Authorization": "Bearer " + new_key()}, address="::1", protocol="http", keys=keys
+    )
+    assert not isinstance(other, str)
+    assert (other.status, other.delay) == (401, 0.0)
+    clock.now += 61
+    again = door.admit(headers=stale, address="::1", protocol="http", keys=keys)
+    assert not isinstance(again, str)
+    assert again.status == 401  # forgiven once the window has passed
     # No key at all guesses nothing, so it is not counted.
     for _ in range(10):
         door.admit(headers={}, address="10.1.1.1", protocol="http", keys=keys)
-    assert door.throttle.wait("10.1.1.1", clock.now) is None
+    assert door.address_throttle.wait("10.1.1.1", clock.now) is None
+
+
+def test_keys_that_vary_are_held_back_per_address() -> None:
+    door, _, key, keys = gate()
+    door.address_throttle = FailureThrottle(ThrottleRules(free=2, lockout=4, window=60))
+    verdicts = [
+        door.admit(
+            headers={"Authorization": "Bearer " + new_key()},
+            address="127.0.0.1",
+            protocol="http",
+            keys=keys,
+        )
+        for _ in range(5)
+    ]
+    assert [getattr(v, "status", None) for v in verdicts] == [401, 401, 401, 401, 429]
+    assert [getattr(v, "delay", None) for v in verdicts[:4]] == [0.0, 0.0, 0.1, 0.2]
+    assert (
+        door.admit(
+            headers={"Authorization": f"Bearer {key}"},
+            address="127.0.0.1",
+            protocol="http",
+            keys=keys,
+        )
+        == "p_local"
+    )
+    elsewhere = door.admit(
+        headers={"Authorization": "Bearer " + new_key()},
+        address="::1",
+        protocol="http",
+        keys=keys,
+    )
+    assert getattr(elsewhere, "status", None) == 401
+
+
+def test_a_key_prefix_is_counted_only_for_what_looks_like_a_key() -> None:
+    key = new_key()
+    assert key_prefix(key) == key[10:18]
+    assert key_prefix("junk") == ""
+    assert key_prefix("conch_a2a_short") == ""
 
 
 # --- how much a key may ask -------------------------------------------------------------------
@@ -251,13 +294,49 @@ def test_day_start_is_utc_midnight() -> None:
     assert day_start(86_400 * 3 - 1) == 86_400 * 2
 
 
-def test_message_size() -> None:
-    bounds = DoorBounds()
-    assert size_refusal("x" * 16_000, bounds) is None
-    refusal = size_refusal("x" * 16_001, bounds)
-    assert refusal is not None
-    assert "16,000" in refusal
-    assert "16,001" in refusal
+def refusal(text: str = "Hello", **given: Any) -> Any:
+    facts: dict[str, Any] = dict(busy=False, spent_today=0.0, month_full=False, agent_name="Ann")
+    return message_refusal(text, DoorBounds(), **{**facts, **given})
+
+
+def test_a_message_within_every_bound_is_let_through() -> None:
+    assert refusal() is None
+    assert refusal("x" * 16_000, spent_today=0.99) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "given", "reason", "words"),
+    [
+        ("x" * 16_001, {}, "TOO_LONG", "at most 16,000 characters long (this one has 16,001)"),
+        ("Hi", {"busy": True}, "BUSY", "One message at a time"),
+        ("Hi", {"spent_today": 1.0}, "DAILY_LIMIT", "its $1.00 of answers for today"),
+        ("Hi", {"month_full": True}, "BUDGET", "Ann cannot take more messages this month"),
+        # In this order: the first bound that refuses is the one the caller hears about.
+        ("x" * 16_001, {"busy": True, "spent_today": 5.0}, "TOO_LONG", "16,001"),
+        ("Hi", {"busy": True, "spent_today": 5.0, "month_full": True}, "BUSY", "One message"),
+        ("Hi", {"spent_today": 5.0, "month_full": True}, "DAILY_LIMIT", "for today"),
+    ],
+)
+def test_the_bounds_of_a_message_in_order(
+    text: str, given: dict[str, Any], reason: str, words: str
+) -> None:
+    over = refusal(text, **given)
+    assert over is not None
+    assert over.reason == reason
+    assert words in over.words
+    assert over.retry_after is None
+
+
+def test_each_key_has_its_own_bucket_and_a_forgotten_key_starts_full() -> None:
+    buckets = KeyBuckets(DoorBounds())
+    assert [buckets.take("p_1", 0.0) for _ in range(5)] == [None] * 5
+    over = buckets.take("p_1", 0.0)
+    assert over is not None
+    assert (over.reason, over.retry_after) == ("RATE_LIMITED", 3)
+    assert "5 at once, then 20 a minute. Try again in 3 s." in over.words
+    assert buckets.take("p_2", 0.0) is None  # another key is not held back
+    buckets.forget("p_1")
+    assert buckets.take("p_1", 0.0) is None
 
 
 @pytest.mark.parametrize(

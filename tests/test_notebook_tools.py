@@ -38,10 +38,10 @@ def tools_of(serverapp: Any) -> NotebookTools:
     return conch_of(serverapp).tools
 
 
-def chat_for(serverapp: Any, path: str | None = "work.ipynb", mode: str = "ask") -> str:
+async def chat_for(serverapp: Any, path: str | None = "work.ipynb", mode: str = "ask") -> str:
     store = conch_of(serverapp).store
-    chat = store.create_conversation("t", path=path)
-    store.set_mode(chat.id, mode)  # type: ignore[arg-type]
+    chat = await store.create_conversation("t", path=path)
+    await store.set_mode(chat.id, mode)  # type: ignore[arg-type]
     return chat.id
 
 
@@ -55,7 +55,7 @@ def events(serverapp: Any, chat_id: str) -> list[dict[str, Any]]:
 
 
 async def test_ask_waits_and_runs_only_after_yes(jp_serverapp: Any, kernel: NotebookKernel) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("answer = 6 * 7\nanswer"), 0))
     asking = await wait_for(lambda: _async(tools.asking(chat)))
     assert asking == [
@@ -88,7 +88,7 @@ async def test_ask_waits_and_runs_only_after_yes(jp_serverapp: Any, kernel: Note
 
 
 async def test_dont_run_never_runs(jp_serverapp: Any, kernel: NotebookKernel) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("never = 1"), 0))
     asking = await wait_for(lambda: _async(tools.asking(chat)))
     tools.answer(chat, asking[0]["call_id"], False)
@@ -100,10 +100,10 @@ async def test_dont_run_never_runs(jp_serverapp: Any, kernel: NotebookKernel) ->
 async def test_auto_runs_until_someone_elses_words_come_in(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     assert "1" in await tools.call(chat, ANALYST, run("auto_ran = 1\nprint(auto_ran)"), 0)
     assert await kernel.value("auto_ran") == "1"
-    conch_of(jp_serverapp).store.set_taint(chat, {"kind": "person", "by": "Oracle"})
+    await conch_of(jp_serverapp).store.set_taint(chat, {"kind": "person", "by": "Oracle"})
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("after = 1"), 1))
     asking = await wait_for(lambda: _async(tools.asking(chat)))  # the guard after reading
     tools.answer(chat, asking[0]["call_id"], False)
@@ -112,7 +112,7 @@ async def test_auto_runs_until_someone_elses_words_come_in(
 
 
 async def test_read_refuses_runs_and_still_reads(jp_serverapp: Any, kernel: NotebookKernel) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="read")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="read")
     await kernel.run("total = sum([3, 1, 4])")
     words = await tools.call(chat, ANALYST, run("import os; os.remove('x')"), 0)
     assert "Read mode" in words
@@ -131,7 +131,7 @@ async def test_read_refuses_runs_and_still_reads(jp_serverapp: Any, kernel: Note
 async def test_list_variables_has_no_side_effects(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
     await kernel.run("grid = [[1, 2], [3, 4]]")
     before = await kernel.value("sorted(k for k in globals() if not k.startswith('_'))")
     count = await kernel.value("get_ipython().execution_count")
@@ -146,7 +146,7 @@ async def test_list_variables_has_no_side_effects(
 async def test_output_errors_and_pictures_come_back_as_text(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     failed = await tools.call(chat, ANALYST, run("print('before')\n1 / 0"), 0)
     assert "before" in failed
     assert "ZeroDivisionError" in failed
@@ -167,7 +167,7 @@ async def test_output_errors_and_pictures_come_back_as_text(
 async def test_stop_interrupts_the_agents_run_and_the_kernel_is_idle(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
     await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
     await asyncio.sleep(0.5)
@@ -185,7 +185,7 @@ async def test_stop_interrupts_the_agents_run_and_the_kernel_is_idle(
 async def test_a_run_waits_for_the_users_cell_and_does_not_cost_it(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     users = asyncio.ensure_future(kernel.run("import time\ntime.sleep(1.5)\nusers_cell = 'done'"))
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await wait_for(lambda: _async(km.execution_state == "busy"))
@@ -202,7 +202,7 @@ async def test_a_run_past_its_bound_is_interrupted(
     kernels = conch_of(jp_serverapp).tools.kernels
     assert isinstance(kernels, NotebookKernels)
     kernels.run_seconds = 1.0
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     words = await tools.call(chat, ANALYST, run("print('start', flush=True)\nwhile True: pass"), 0)
     assert "start" in words
     assert "longer than" in words
@@ -211,7 +211,7 @@ async def test_a_run_past_its_bound_is_interrupted(
 
 
 async def test_a_chat_without_a_notebook_answers_in_words(jp_serverapp: Any) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, path=None, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, path=None, mode="auto")
     assert await tools.call(chat, ANALYST, run("x = 1"), 0) == NO_KERNEL_WORDS
     assert "no notebook" in await tools.call(chat, ANALYST, ToolCall("c", "read_notebook", {}), 1)
     assert await tools.call(chat, ANALYST, ToolCall("c", "list_variables", {}), 2) == (
@@ -220,13 +220,13 @@ async def test_a_chat_without_a_notebook_answers_in_words(jp_serverapp: Any) -> 
     states = [m["state"] for m in tool_messages(jp_serverapp, chat)]
     assert states == ["refused", "ran", "ran"]
     # A notebook whose kernel is not running: the same words, nothing asked.
-    ask = chat_for(jp_serverapp, path="nowhere.ipynb")
+    ask = await chat_for(jp_serverapp, path="nowhere.ipynb")
     assert await tools.call(ask, ANALYST, run("x = 1"), 0) == NO_KERNEL_WORDS
     assert tools.asking(ask) == []
 
 
 async def test_writing_skips_what_is_asking(jp_serverapp: Any, kernel: NotebookKernel) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("skipped = 1"), 0))
     await wait_for(lambda: _async(tools.asking(chat)))
     tools.skip_asking(chat)
@@ -249,7 +249,7 @@ async def test_a_read_does_not_wait_long_for_the_users_cell(
     from conch_jupyter.notebook.service import BUSY_WORDS
 
     monkeypatch.setattr(kernel_module, "READ_WAIT_SECONDS", 0.3)
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp)
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
     users = asyncio.ensure_future(kernel.run("import time\ntime.sleep(3)"))
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await wait_for(lambda: _async(km.execution_state == "busy"))
@@ -263,7 +263,7 @@ async def test_a_read_does_not_wait_long_for_the_users_cell(
 
 
 async def test_a_made_up_tool_is_refused_and_its_name_kept_short(jp_serverapp: Any) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     words = await tools.call(chat, ANALYST, ToolCall("c", "set_mode_" + "x" * 5000, {}), 0)
     assert words.startswith("There is no tool called")
     [message] = tool_messages(jp_serverapp, chat)
@@ -274,7 +274,7 @@ async def test_a_made_up_tool_is_refused_and_its_name_kept_short(jp_serverapp: A
 async def test_stop_keeps_the_cells_the_user_queued_behind_the_agents_run(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
-    tools, chat = tools_of(jp_serverapp), chat_for(jp_serverapp, mode="auto")
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
     call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
     await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
     await asyncio.sleep(0.3)

@@ -60,8 +60,8 @@ async def settled(rounds: RoundService, chat_id: str) -> dict[str, Any]:
 
 
 async def test_a_plain_message_is_answered_by_the_chats_agent_alone(driver: Driver) -> None:
-    chat = driver.store.create_conversation().id
-    message = driver.rounds.post(chat, "Hello there")
+    chat = (await driver.store.create_conversation()).id
+    message = await driver.rounds.post(chat, "Hello there")
     assert driver.rounds.busy(chat)
     done = await settled(driver.rounds, chat)
     assert [m["role"] for m in done["messages"]] == ["user", "agent"]
@@ -74,10 +74,10 @@ async def test_a_plain_message_is_answered_by_the_chats_agent_alone(driver: Driv
 
 
 async def test_mentions_start_a_round_that_takes_turns_in_order(driver: Driver) -> None:
-    chat = driver.store.create_conversation().id
+    chat = (await driver.store.create_conversation()).id
     items: list[dict[str, Any]] = []
     async with driver.hub.follow(chat) as queue:
-        driver.rounds.post(chat, "@Writer then @Researcher, plan a picnic")
+        await driver.rounds.post(chat, "@Writer then @Researcher, plan a picnic")
         done = await settled(driver.rounds, chat)
         while not queue.empty():
             items.append(queue.get_nowait())
@@ -99,9 +99,9 @@ async def test_mentions_start_a_round_that_takes_turns_in_order(driver: Driver) 
 
 async def test_stop_ends_the_running_reply_and_keeps_its_words(driver: Driver) -> None:
     driver.rounds.turns.offline_delay = 0.05
-    chat = driver.store.create_conversation().id
+    chat = (await driver.store.create_conversation()).id
     assert driver.rounds.stop(chat) is False  # nothing running
-    driver.rounds.post(chat, "@Writer go, @Researcher next")
+    await driver.rounds.post(chat, "@Writer go, @Researcher next")
     while (driver.rounds.round_state(chat) or {}).get("speaker") != "writer":
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.3)  # a few words are out
@@ -118,19 +118,21 @@ async def test_stop_ends_the_running_reply_and_keeps_its_words(driver: Driver) -
 async def test_no_agents_is_said_in_a_note(driver: Driver) -> None:
     for agent in driver.agents.list():
         driver.agents.delete(agent.id)
-    chat = driver.store.create_conversation().id
-    driver.rounds.post(chat, "Anyone?")
+    chat = (await driver.store.create_conversation()).id
+    await driver.rounds.post(chat, "Anyone?")
     done = await settled(driver.rounds, chat)
     assert [m["role"] for m in done["messages"]] == ["user", "note"]
     assert "You have no agents yet" in done["messages"][1]["text"]
 
 
-def test_unknown_and_door_chats_cannot_be_written_to(driver: Driver) -> None:
+async def test_unknown_and_door_chats_cannot_be_written_to(driver: Driver) -> None:
     with pytest.raises(ChatNotFound):
-        driver.rounds.post("c_nope", "hi")
-    door = driver.store.create_conversation(origin="peer", pairing_id="p_1", context_key="w/c")
+        await driver.rounds.post("c_nope", "hi")
+    door = await driver.store.create_conversation(
+        origin="peer", pairing_id="p_1", context_key="w/c"
+    )
     with pytest.raises(ChatNotFound):
-        driver.rounds.post(door.id, "hi")
+        await driver.rounds.post(door.id, "hi")
     with pytest.raises(ChatNotFound):
         driver.rounds.stop(door.id)
     assert driver.rounds.conversation_json(door.id)["origin"] == "peer"  # readable
@@ -138,8 +140,8 @@ def test_unknown_and_door_chats_cannot_be_written_to(driver: Driver) -> None:
 
 async def test_close_ends_every_runner(driver: Driver) -> None:
     driver.rounds.turns.offline_delay = 0.05
-    chat = driver.store.create_conversation().id
-    driver.rounds.post(chat, "A long answer, please")
+    chat = (await driver.store.create_conversation()).id
+    await driver.rounds.post(chat, "A long answer, please")
     await asyncio.sleep(0.2)
     assert driver.rounds.busy(chat)
     await driver.rounds.close()

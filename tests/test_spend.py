@@ -38,36 +38,36 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
-def test_a_metered_reply_is_billed_from_its_usage(store: Store) -> None:
-    chat = store.create_conversation().id
-    cost = record_spend(store, metered(), Usage(3, 2), conversation_id=chat, payer="p_1")
+async def test_a_metered_reply_is_billed_from_its_usage(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    cost = await record_spend(store, metered(), Usage(3, 2), conversation_id=chat, payer="p_1")
     assert cost == 7
     (entry,) = store.spend_entries(chat)
     assert (entry.usd, entry.input_tokens, entry.output_tokens) == (7, 3, 2)
     assert (entry.agent, entry.payer, entry.estimated) == ("writer", "p_1", False)
 
 
-def test_an_estimate_is_marked_in_the_ledger(store: Store) -> None:
-    chat = store.create_conversation().id
-    record_spend(store, metered(), Usage(4, 1, estimated=True), conversation_id=chat)
+async def test_an_estimate_is_marked_in_the_ledger(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    await record_spend(store, metered(), Usage(4, 1, estimated=True), conversation_id=chat)
     (entry,) = store.spend_entries(chat)
     assert (entry.usd, entry.estimated) == (6, True)
 
 
 @pytest.mark.parametrize(("agent", "usage"), [(metered(None), Usage(3, 2)), (metered(), None)])
-def test_nothing_is_billed_without_a_price_or_usage(
+async def test_nothing_is_billed_without_a_price_or_usage(
     store: Store, agent: Agent, usage: Usage | None
 ) -> None:
-    chat = store.create_conversation().id
-    assert record_spend(store, agent, usage, conversation_id=chat) == 0.0
+    chat = (await store.create_conversation()).id
+    assert await record_spend(store, agent, usage, conversation_id=chat) == 0.0
     assert store.spend_entries(chat) == []
 
 
-def test_the_chats_limit_refuses_a_metered_turn_only(store: Store) -> None:
-    chat = store.create_conversation().id
+async def test_the_chats_limit_refuses_a_metered_turn_only(store: Store) -> None:
+    chat = (await store.create_conversation()).id
     budget = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
     assert turn_refusal(store, budget, metered(), chat, NOW) is None
-    store.add_spend(5.0, conversation_id=chat)
+    await store.add_spend(5.0, conversation_id=chat)
     words = turn_refusal(store, budget, metered(), chat, NOW)
     assert words is not None
     assert "spent $5.00 of its $5.00 limit, so Writer did not answer" in words
@@ -75,12 +75,12 @@ def test_the_chats_limit_refuses_a_metered_turn_only(store: Store) -> None:
     assert turn_refusal(store, Budget(None, None), metered(), chat, NOW) is None
 
 
-def test_the_months_budget_counts_every_chat_and_restarts_each_month(store: Store) -> None:
+async def test_the_months_budget_counts_every_chat_and_restarts_each_month(store: Store) -> None:
     budget = Budget(chat_limit_usd=None, monthly_budget_usd=10.0)
-    first, second = store.create_conversation().id, store.create_conversation().id
-    store.add_spend(6.0, conversation_id=first)
+    first, second = (await store.create_conversation()).id, (await store.create_conversation()).id
+    await store.add_spend(6.0, conversation_id=first)
     assert month_spent_over(store, budget, metered(), NOW) is None
-    store.add_spend(4.0, conversation_id=first)
+    await store.add_spend(4.0, conversation_id=first)
     assert month_spent_over(store, budget, metered(), NOW) == 10.0
     words = turn_refusal(store, budget, metered(), second, NOW)
     assert words is not None

@@ -36,33 +36,41 @@ def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second:
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
-def test_files_are_private(store: Store, path: Path) -> None:
-    store.create_conversation()
+async def test_files_are_private(store: Store, path: Path) -> None:
+    await store.create_conversation()
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     for name in (path.name, path.name + "-wal", path.name + "-shm"):
         assert stat.S_IMODE((path.parent / name).stat().st_mode) == 0o600, name
 
 
-def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path) -> None:
+async def test_wal_full_sync_foreign_keys_and_schema_version(store: Store, path: Path) -> None:
     other = sqlite3.connect(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         other.close()
-    db = store._db  # the store's own connection settings
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+    def settings(db: sqlite3.Connection) -> tuple[int, int]:  # the writer's own connection
+        return (
+            db.execute("PRAGMA synchronous").fetchone()[0],
+            db.execute("PRAGMA foreign_keys").fetchone()[0],
+        )
+
+    assert await store._writer.change(settings) == (2, 1)  # FULL, on
+    # The reading connection cannot write: every change goes through the writer.
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        store._db.execute("DELETE FROM conversations")
 
 
-def test_reopen_after_close_keeps_everything(path: Path) -> None:
+async def test_reopen_after_close_keeps_everything(path: Path) -> None:
     first = Store(path, Clock())
-    chat = first.create_conversation("kept")
-    first.set_taint(chat.id, {"kind": "person", "by": "Outside"})
-    message = first.add_message(chat.id, "user", "hello")
-    event = first.add_event(chat.id, "round.started", {"named": ["writer"]})
-    first.add_spend(0.25, conversation_id=chat.id)
-    first.set_context_id(chat.id, "o_1", "ctx-1")
+    chat = await first.create_conversation("kept")
+    await first.set_taint(chat.id, {"kind": "person", "by": "Outside"})
+    message = await first.add_message(chat.id, "user", "hello")
+    event = await first.add_event(chat.id, "round.started", {"named": ["writer"]})
+    await first.add_spend(0.25, conversation_id=chat.id)
+    await first.set_context_id(chat.id, "o_1", "ctx-1")
     stored = first.get_conversation(chat.id)
     first.close()
     first.close()  # closing twice is harmless
@@ -101,17 +109,17 @@ def test_someone_elses_sqlite_database_is_refused(path: Path) -> None:
 
 
 def test_a_newer_schema_is_refused(store: Store, path: Path) -> None:
-    store._db.execute("PRAGMA user_version = 99")
+    store._writer.change_now(lambda db: db.execute("PRAGMA user_version = 99"))
     store.close()
     with pytest.raises(StoreError, match="newer Conch"):
         Store(path, Clock())
 
 
-def test_a_damaged_database_is_an_error_and_left_alone(path: Path) -> None:
+async def test_a_damaged_database_is_an_error_and_left_alone(path: Path) -> None:
     with Store(path, Clock()) as store:
-        chat = store.create_conversation()
+        chat = await store.create_conversation()
         for n in range(400):
-            store.add_message(chat.id, "user", f"message {n} " + "x" * 500)
+            await store.add_message(chat.id, "user", f"message {n} " + "x" * 500)
     data = bytearray(path.read_bytes())
     for at in range(4096 * 2, len(data), 4096):  # scribble over every page but the first
         data[at : at + 64] = b"\xa5" * 64
@@ -127,23 +135,24 @@ def test_a_damaged_database_is_an_error_and_left_alone(path: Path) -> None:
     assert path.read_bytes() == bytes(data)
 
 
-def test_a_full_disk_fails_in_words_and_keeps_what_was_stored(store: Store) -> None:
-    chat = store.create_conversation()
-    kept = store.add_message(chat.id, "user", "before")
+async def test_a_full_disk_fails_in_words_and_keeps_what_was_stored(store: Store) -> None:
+    chat = await store.create_conversation()
+    kept = await store.add_message(chat.id, "user", "before")
     pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "disk is full"
+    # SQLite's own "disk is full", on the writer's connection.
+    await store._writer.change(lambda db: db.execute(f"PRAGMA max_page_count = {pages}"))
     with pytest.raises(StoreError, match="is full"):
-        store.add_message(chat.id, "agent", "x" * 200_000, agent="writer")
+        await store.add_message(chat.id, "agent", "x" * 200_000, agent="writer")
     assert store.messages(chat.id) == [kept]
-    assert store.add_message(chat.id, "note", "small").text == "small"  # still usable
+    assert (await store.add_message(chat.id, "note", "small")).text == "small"  # still usable
 
 
 # -- conversations --------------------------------------------------------------------------------
 
 
-def test_conversations_round_trip_and_order(store: Store) -> None:
-    first = store.create_conversation("first")
-    second = store.create_conversation("second")
+async def test_conversations_round_trip_and_order(store: Store) -> None:
+    first = await store.create_conversation("first")
+    second = await store.create_conversation("second")
     assert first.id.startswith("c_")
     assert len(first.id) == 18
     assert store.get_conversation(first.id) == first
@@ -161,52 +170,52 @@ def test_conversations_round_trip_and_order(store: Store) -> None:
     assert [c.id for c in store.list_conversations()] == [second.id, first.id]
 
 
-def test_same_instant_conversations_list_newest_first(path: Path) -> None:
+async def test_same_instant_conversations_list_newest_first(path: Path) -> None:
     with Store(path, Clock(step=0.0)) as store:
-        ids = [store.create_conversation().id for _ in range(3)]
+        ids = [(await store.create_conversation()).id for _ in range(3)]
         assert [c.id for c in store.list_conversations()] == ids[::-1]
 
 
-def test_peer_chats_are_kept_apart(store: Store) -> None:
-    mine = store.create_conversation("mine")
-    door = store.create_conversation(
+async def test_peer_chats_are_kept_apart(store: Store) -> None:
+    mine = await store.create_conversation("mine")
+    door = await store.create_conversation(
         origin="peer", pairing_id="p_1", context_key="ctx", tainted={"kind": "person", "by": "x"}
     )
-    store.create_conversation(origin="peer", pairing_id="p_2", context_key="ctx")
+    await store.create_conversation(origin="peer", pairing_id="p_2", context_key="ctx")
     assert [c.id for c in store.list_conversations()] == [mine.id]
     assert [c.id for c in store.peer_chats("p_1")] == [door.id]
     assert store.find_peer_chat("p_1", "ctx") == door
     assert store.find_peer_chat("p_1", "other") is None
     assert door.tainted == {"kind": "person", "by": "x"}
     with pytest.raises(ValueError, match="origin"):
-        store.create_conversation(origin="robot")  # type: ignore[arg-type]
+        await store.create_conversation(origin="robot")  # type: ignore[arg-type]
 
 
-def test_agent_and_taint(store: Store) -> None:
-    chat = store.create_conversation()
-    store.set_agent(chat.id, "writer")
-    store.set_taint(chat.id, {"kind": "person", "by": "Outside One"})
-    store.set_taint(chat.id, {"kind": "person", "by": "Someone Later"})
+async def test_agent_and_taint(store: Store) -> None:
+    chat = await store.create_conversation()
+    await store.set_agent(chat.id, "writer")
+    await store.set_taint(chat.id, {"kind": "person", "by": "Outside One"})
+    await store.set_taint(chat.id, {"kind": "person", "by": "Someone Later"})
     again = store.get_conversation(chat.id)
     assert again is not None
     assert again.agent == "writer"
     assert again.tainted == {"kind": "person", "by": "Outside One"}
     with pytest.raises(NotFound):
-        store.set_agent("c_x", "w")
+        await store.set_agent("c_x", "w")
     with pytest.raises(NotFound):
-        store.set_taint("c_x", {})
+        await store.set_taint("c_x", {})
 
 
-def test_delete_cascades_but_spend_stays_counted(store: Store) -> None:
-    chat = store.create_conversation()
-    keep = store.create_conversation()
-    store.add_message(chat.id, "user", "gone")
-    store.add_event(chat.id, "round.started", {"named": []})
-    store.set_context_id(chat.id, "o_1", "ctx")
-    store.add_message(keep.id, "user", "kept")
-    store.add_spend(0.5, conversation_id=chat.id)
-    assert store.delete_conversation(chat.id) is True
-    assert store.delete_conversation(chat.id) is False
+async def test_delete_cascades_but_spend_stays_counted(store: Store) -> None:
+    chat = await store.create_conversation()
+    keep = await store.create_conversation()
+    await store.add_message(chat.id, "user", "gone")
+    await store.add_event(chat.id, "round.started", {"named": []})
+    await store.set_context_id(chat.id, "o_1", "ctx")
+    await store.add_message(keep.id, "user", "kept")
+    await store.add_spend(0.5, conversation_id=chat.id)
+    assert await store.delete_conversation(chat.id) is True
+    assert await store.delete_conversation(chat.id) is False
     assert store.get_conversation(chat.id) is None
     assert store.messages(chat.id) == []
     assert store.events(chat.id) == []
@@ -218,14 +227,14 @@ def test_delete_cascades_but_spend_stays_counted(store: Store) -> None:
 # -- messages and events --------------------------------------------------------------------------
 
 
-def test_messages_round_trip_order_and_limit(store: Store) -> None:
-    chat = store.create_conversation()
+async def test_messages_round_trip_order_and_limit(store: Store) -> None:
+    chat = await store.create_conversation()
     turn_one = {"turn": 1, "handed_by": None}
     said = [
-        store.add_message(chat.id, "user", "one"),
-        store.add_message(chat.id, "agent", "two", agent="writer", round=turn_one),
-        store.add_message(chat.id, "outside", "three", agent="o_1"),
-        store.add_message(chat.id, "note", "four", round={"turn": 2, "handed_by": "writer"}),
+        await store.add_message(chat.id, "user", "one"),
+        await store.add_message(chat.id, "agent", "two", agent="writer", round=turn_one),
+        await store.add_message(chat.id, "outside", "three", agent="o_1"),
+        await store.add_message(chat.id, "note", "four", round={"turn": 2, "handed_by": "writer"}),
     ]
     assert said[0].id.startswith("m_")
     assert len(said[0].id) == 18
@@ -250,26 +259,27 @@ def test_messages_round_trip_order_and_limit(store: Store) -> None:
     }
 
 
-def test_a_message_may_keep_the_id_it_was_streamed_with(store: Store) -> None:
-    chat = store.create_conversation()
-    assert store.add_message(chat.id, "agent", "hi", agent="w", id="m_streamed").id == "m_streamed"
+async def test_a_message_may_keep_the_id_it_was_streamed_with(store: Store) -> None:
+    chat = await store.create_conversation()
+    said = await store.add_message(chat.id, "agent", "hi", agent="w", id="m_streamed")
+    assert said.id == "m_streamed"
     assert store.messages(chat.id)[0].id == "m_streamed"
 
 
-def test_message_mistakes(store: Store) -> None:
-    chat = store.create_conversation()
+async def test_message_mistakes(store: Store) -> None:
+    chat = await store.create_conversation()
     assert store.last_agent_message(chat.id) is None
     with pytest.raises(NotFound, match="There is no chat"):
-        store.add_message("c_nothing", "user", "x")
+        await store.add_message("c_nothing", "user", "x")
     with pytest.raises(ValueError, match="role"):
-        store.add_message(chat.id, "system", "x")  # type: ignore[arg-type]
+        await store.add_message(chat.id, "system", "x")  # type: ignore[arg-type]
 
 
-def test_events_round_trip(store: Store) -> None:
-    chat = store.create_conversation()
-    started = store.add_event(chat.id, "round.started", {"named": ["researcher", "writer"]})
-    asking = store.add_event(chat.id, "round.asking", {"agent": "writer"})
-    ended = store.add_event(chat.id, "round.ended", {"turns": 2, "reason": "done"})
+async def test_events_round_trip(store: Store) -> None:
+    chat = await store.create_conversation()
+    started = await store.add_event(chat.id, "round.started", {"named": ["researcher", "writer"]})
+    asking = await store.add_event(chat.id, "round.asking", {"agent": "writer"})
+    ended = await store.add_event(chat.id, "round.ended", {"turns": 2, "reason": "done"})
     assert store.events(chat.id) == [started, asking, ended]
     assert store.events(chat.id, after_seq=started.seq) == [asking, ended]
     assert ended.to_json() == {
@@ -280,17 +290,17 @@ def test_events_round_trip(store: Store) -> None:
         "reason": "done",
     }
     with pytest.raises(ValueError, match="may not use"):
-        store.add_event(chat.id, "x", {"seq": 1})
+        await store.add_event(chat.id, "x", {"seq": 1})
     with pytest.raises(NotFound):
-        store.add_event("c_nothing", "x", {})
+        await store.add_event("c_nothing", "x", {})
 
 
-def test_context_ids(store: Store) -> None:
-    chat = store.create_conversation()
+async def test_context_ids(store: Store) -> None:
+    chat = await store.create_conversation()
     assert store.context_id(chat.id, "o_1") is None
-    store.set_context_id(chat.id, "o_1", "first")
-    store.set_context_id(chat.id, "o_1", "second")
-    store.set_context_id(chat.id, "o_2", "other")
+    await store.set_context_id(chat.id, "o_1", "first")
+    await store.set_context_id(chat.id, "o_1", "second")
+    await store.set_context_id(chat.id, "o_2", "other")
     assert store.context_id(chat.id, "o_1") == "second"
     assert store.context_id(chat.id, "o_2") == "other"
 
@@ -298,14 +308,14 @@ def test_context_ids(store: Store) -> None:
 # -- spend ----------------------------------------------------------------------------------------
 
 
-def test_spend_sums(path: Path) -> None:
+async def test_spend_sums(path: Path) -> None:
     clock = Clock(now=utc(2024, 2, 29, 23, 59, 57))
     with Store(path, clock) as store:
-        chat = store.create_conversation()  # 23:59:58
-        store.add_spend(0.25, conversation_id=chat.id, agent="writer", input_tokens=10)  # :59
-        store.add_spend(0.5, conversation_id=chat.id, payer="p_1", output_tokens=3)  # March
-        store.add_spend(0.125, payer="p_1")
-        store.add_spend(1.0, payer="p_2")
+        chat = await store.create_conversation()  # 23:59:58
+        await store.add_spend(0.25, conversation_id=chat.id, agent="writer", input_tokens=10)  # :59
+        await store.add_spend(0.5, conversation_id=chat.id, payer="p_1", output_tokens=3)  # March
+        await store.add_spend(0.125, payer="p_1")
+        await store.add_spend(1.0, payer="p_2")
         assert store.spent(chat.id) == 0.75
         assert store.spent("c_other") == 0.0
         march = month_start(clock.now)
@@ -315,7 +325,7 @@ def test_spend_sums(path: Path) -> None:
         assert store.spent_since(0) == 1.875
         for bad in (-0.01, float("nan"), float("inf")):
             with pytest.raises(ValueError, match="spend"):
-                store.add_spend(bad)
+                await store.add_spend(bad)
 
 
 @pytest.mark.parametrize(
@@ -332,7 +342,7 @@ def test_month_start_is_utc(moment: float, start: float) -> None:
     assert month_start(moment) == start
 
 
-def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) -> None:
+async def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) -> None:
     from conch_jupyter.store_schema import _V1
 
     path.parent.mkdir(mode=0o700, parents=True)
@@ -344,7 +354,7 @@ def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) 
     db.commit()
     db.close()
     with Store(path, Clock()) as store:
-        store.add_spend(0.25, conversation_id="c_old", input_tokens=7, estimated=True)
+        await store.add_spend(0.25, conversation_id="c_old", input_tokens=7, estimated=True)
         entries = store.spend_entries("c_old")
         assert [(e.usd, e.estimated) for e in entries] == [(0.5, False), (0.25, True)]
         assert entries[1].to_json()["estimated"] is True
@@ -355,7 +365,7 @@ def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) 
 # -- schema v2: the door's tasks ------------------------------------------------------------------
 
 
-def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
+async def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
     from conch_jupyter.store_schema import _V1
 
     path.parent.mkdir(mode=0o700, parents=True)
@@ -377,7 +387,7 @@ def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
         assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [m.text for m in store.messages("c_old")] == ["kept"]
         assert store.spent_since(0, payer="p_1") == 0.5
-        task = store.create_door_task(
+        task = await store.create_door_task(
             pairing_id="p_1", agent="writer", context_id="x", conversation_id="c_old",
             asked="hi", asked_id="m1",
         )  # fmt: skip
@@ -386,10 +396,10 @@ def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
         assert again.door_task(task.id, "p_1", "writer") == task
 
 
-def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
-    chat = store.create_conversation(origin="peer", pairing_id="p_1", context_key="writer/c")
+async def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
+    chat = await store.create_conversation(origin="peer", pairing_id="p_1", context_key="writer/c")
     made = [
-        store.create_door_task(
+        await store.create_door_task(
             pairing_id="p_1",
             agent="writer",
             context_id=f"c{n % 2}",
@@ -399,7 +409,7 @@ def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
         )
         for n in range(5)
     ]
-    other = store.create_door_task(
+    other = await store.create_door_task(
         pairing_id="p_2", agent="writer", context_id="c0", conversation_id=None,
         asked="theirs", asked_id="m9", state="TASK_STATE_REJECTED", words="No.",
     )  # fmt: skip
@@ -410,7 +420,7 @@ def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
     assert store.door_task(first.id, "p_1", "researcher") is None  # another agent's too
     assert store.door_task(other.id, "p_1", "writer") is None
 
-    store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
+    await store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
     done = store.door_task(first.id, "p_1", "writer")
     assert done is not None
     assert (done.state, done.reply) == ("TASK_STATE_COMPLETED", "Done.")
@@ -438,9 +448,26 @@ def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
     assert again is not None
     assert again.state == "TASK_STATE_REJECTED"
 
-    store.add_spend(0.25, conversation_id=chat.id, payer="p_1")
-    store.forget_pairing("p_1")
+    await store.add_spend(0.25, conversation_id=chat.id, payer="p_1")
+    await store.forget_pairing("p_1")
     assert store.door_tasks("p_1", "writer")[1] == 0
     assert store.get_conversation(chat.id) is None
     assert store.door_task(other.id, "p_2", "writer") is not None
     assert store.spent_since(0, payer="p_1") == 0.25  # a revoked key's spend stays counted
+
+
+async def test_what_the_door_and_a_reply_store_together(store: Store) -> None:
+    # A door chat is made with its agent, in one change.
+    chat = await store.create_conversation(
+        origin="peer", pairing_id="p_1", context_key="writer/c", agent="writer"
+    )
+    assert chat.agent == "writer"
+    assert store.get_conversation(chat.id) == chat
+    # A reply becomes the chat's agent's in the same change as the message.
+    mine = await store.create_conversation()
+    reply = await store.add_message(mine.id, "agent", "Hi", agent="ann", chat_agent=True)
+    stored = store.get_conversation(mine.id)
+    assert stored is not None
+    assert (stored.agent, store.messages(mine.id)) == ("ann", [reply])
+    with pytest.raises(NotFound):
+        await store.add_message("c_gone", "agent", "Hi", agent="ann", chat_agent=True)

@@ -13,30 +13,30 @@ from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store
 from .test_store import Clock
 
 
-def test_a_chat_has_a_path_and_asks_by_default(tmp_path: Path) -> None:
+async def test_a_chat_has_a_path_and_asks_by_default(tmp_path: Path) -> None:
     with Store(tmp_path / "c.sqlite3", Clock()) as store:
-        chat = store.create_conversation("nb", path="work/analysis.ipynb")
+        chat = await store.create_conversation("nb", path="work/analysis.ipynb")
         assert (chat.path, chat.mode) == ("work/analysis.ipynb", "ask")
         assert store.get_conversation(chat.id) == chat
         assert chat.to_json()["path"] == "work/analysis.ipynb"
         assert chat.to_json()["mode"] == "ask"
-        store.set_mode(chat.id, "read")
+        await store.set_mode(chat.id, "read")
         again = store.get_conversation(chat.id)
         assert again is not None
         assert again.mode == "read"
         with pytest.raises(ValueError, match="mode"):
-            store.set_mode(chat.id, "everything")  # type: ignore[arg-type]
+            await store.set_mode(chat.id, "everything")  # type: ignore[arg-type]
         with pytest.raises(NotFound):
-            store.set_mode("c_nobody", "auto")
+            await store.set_mode("c_nobody", "auto")
         # A chat made without a notebook has none.
-        assert store.create_conversation().path is None
+        assert (await store.create_conversation()).path is None
 
 
-def test_a_tool_message_keeps_its_call(tmp_path: Path) -> None:
+async def test_a_tool_message_keeps_its_call(tmp_path: Path) -> None:
     with Store(tmp_path / "c.sqlite3", Clock()) as store:
-        chat = store.create_conversation()
+        chat = await store.create_conversation()
         call = {"tool": "run_code", "call_id": "t_1", "code": "x = 1", "state": "ran"}
-        said = store.add_message(chat.id, "tool", "(no output)", agent="analyst", tool=call)
+        said = await store.add_message(chat.id, "tool", "(no output)", agent="analyst", tool=call)
         [kept] = store.messages(chat.id)
         assert kept == said
         assert kept.to_json() == {
@@ -52,12 +52,12 @@ def test_a_tool_message_keeps_its_call(tmp_path: Path) -> None:
             "output": "(no output)",
         }
         with pytest.raises(ValueError, match="tool call"):
-            store.add_message(chat.id, "tool", "no call")
+            await store.add_message(chat.id, "tool", "no call")
         with pytest.raises(ValueError, match="tool call"):
-            store.add_message(chat.id, "agent", "hi", tool=call)
+            await store.add_message(chat.id, "agent", "hi", tool=call)
 
 
-def test_a_v3_file_is_upgraded_in_place(tmp_path: Path) -> None:
+async def test_a_v3_file_is_upgraded_in_place(tmp_path: Path) -> None:
     from conch_jupyter.store_schema import _MIGRATIONS
 
     path = tmp_path / "c.sqlite3"
@@ -84,10 +84,11 @@ def test_a_v3_file_is_upgraded_in_place(tmp_path: Path) -> None:
         assert (old.path, old.mode) == (None, "ask")
         assert [m.text for m in store.messages("c_old")] == ["kept 1", "kept 2"]
         # Sequence numbers go on from where they were: order stays the order of writing.
-        added = store.add_message("c_old", "tool", "out", tool={"tool": "read_notebook"})
+        added = await store.add_message("c_old", "tool", "out", tool={"tool": "read_notebook"})
         assert added.seq == 3
+        yolo = "UPDATE conversations SET mode = 'yolo'"
         with pytest.raises(sqlite3.IntegrityError):
-            store._db.execute("UPDATE conversations SET mode = 'yolo'")
+            await store._writer.change(lambda db: db.execute(yolo))
         # A deleted chat still takes its messages with it (the foreign key survived the rebuild).
-        store.delete_conversation("c_old")
+        await store.delete_conversation("c_old")
         assert store._db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0

@@ -91,7 +91,7 @@ async def test_the_user_changes_the_mode(api: Api) -> None:
 async def test_auto_after_an_outside_answer_says_why_it_asks(api: Api, jp_serverapp: Any) -> None:
     _, chat = await api("POST", "conversations", {})
     await api("PATCH", f"conversations/{chat['id']}", {"mode": "auto"})
-    conch_of(jp_serverapp).store.set_taint(chat["id"], {"kind": "person", "by": "Oracle"})
+    await conch_of(jp_serverapp).store.set_taint(chat["id"], {"kind": "person", "by": "Oracle"})
     _, seen = await api("GET", f"conversations/{chat['id']}")
     assert seen["mode_words"] == "Asking again: an outside agent's words are in this chat."
 
@@ -161,7 +161,7 @@ async def test_yes_runs_once_and_a_second_answer_is_refused(
 
 async def test_a_door_chats_mode_cannot_be_lifted(api: Api, jp_serverapp: Any) -> None:
     store = conch_of(jp_serverapp).store
-    door = store.create_conversation(
+    door = await store.create_conversation(
         origin="peer", pairing_id="p_1", context_key="a/b", tainted={"kind": "person", "by": "X"}
     )
     status, _ = await api("PATCH", f"conversations/{door.id}", {"mode": "auto"})

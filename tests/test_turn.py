@@ -52,7 +52,8 @@ def room(
 ) -> Iterator[Room]:
     sealed = SealedFile(tmp_path / "data" / "models.secrets.json", tmp_path / "seal.key")
     agents = AgentStore(tmp_path / "data" / "agents" / "agents.json", sealed, Clock())
-    chat = store.create_conversation("A chat").id
+    opened = store.create_conversation("A chat")
+    chat = jp_asyncio_loop.run_until_complete(asyncio.ensure_future(opened)).id
     http = httpx.AsyncClient()
     yield Room(Turns(store, agents, Hub(), http, retry_delay=0.01), store, agents, chat)
     jp_asyncio_loop.run_until_complete(http.aclose())

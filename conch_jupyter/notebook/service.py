@@ -98,13 +98,13 @@ class NotebookTools:
             "mode_words": header_words(conversation.mode, conversation.tainted),
         }
 
-    def set_mode(self, conversation_id: str, mode: Mode) -> None:
+    async def set_mode(self, conversation_id: str, mode: Mode) -> None:
         """The user changes how the chat runs code (the handlers refuse anyone else)."""
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None or conversation.origin != "user":
             raise NotFound(conversation_id)  # a door chat's mode is not the user's to lift
-        self.store.set_mode(conversation_id, mode)
-        self._event(conversation_id, "mode.changed", {"mode": mode})
+        await self.store.set_mode(conversation_id, mode)
+        await self._event(conversation_id, "mode.changed", {"mode": mode})
 
     def asking(self, conversation_id: str) -> list[dict[str, Any]]:
         chat = self._chats.get(conversation_id)
@@ -167,31 +167,35 @@ class NotebookTools:
         if call.name == RUN_CODE:
             entry["code"] = code
         if verdict.action == "refuse":
-            return self._end(conversation_id, caller, entry, verdict.words, "refused", started)
+            return await self._end(
+                conversation_id, caller, entry, verdict.words, "refused", started
+            )
         if call.name == RUN_CODE and code is None:
             words = 'Not run: run_code needs {"code": "..."} with the code as a string.'
-            return self._end(conversation_id, caller, entry, words, "refused", started)
+            return await self._end(conversation_id, caller, entry, words, "refused", started)
         try:
             if verdict.action == "ask" and (
                 chat.skipping or not await self._ask(conversation_id, chat, entry)
             ):
-                return self._end(conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started)
+                return await self._end(
+                    conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started
+                )
             output, ending = await self._run(conversation_id, chat, conversation.path, entry)
         except asyncio.CancelledError:
             # Stop: it ends skipped (a running call was interrupted), and the turn ends too.
             chat.asking.pop(call_id, None)
-            self._end(conversation_id, caller, entry, STOPPED_WORDS, "skipped", started)
+            await self._end(conversation_id, caller, entry, STOPPED_WORDS, "skipped", started)
             raise
         finally:
             self._set_working(conversation_id, chat, None)
-        return self._end(conversation_id, caller, entry, output, ending, started)
+        return await self._end(conversation_id, caller, entry, output, ending, started)
 
     # --- inside ---
 
     async def _ask(self, conversation_id: str, chat: _ChatTools, entry: dict[str, Any]) -> bool:
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         chat.asking[entry["call_id"]] = _Asking(entry, answer)
-        self._event(conversation_id, "tool.asking", entry)
+        await self._event(conversation_id, "tool.asking", entry)
         self._set_working(conversation_id, chat, {**entry, "state": "asking"})
         return await answer
 
@@ -230,7 +234,7 @@ class NotebookTools:
         except Exception as error:  # a notebook that cannot be read, a kernel that went away
             return f"The tool failed: {type(error).__name__}: {str(error)[:300]}", "failed"
 
-    def _end(
+    async def _end(
         self,
         conversation_id: str,
         caller: Caller,
@@ -241,7 +245,7 @@ class NotebookTools:
     ) -> str:
         shown = cut_output(output)
         call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
-        message = self.store.add_message(
+        message = await self.store.add_message(
             conversation_id,
             "tool",
             shown,
@@ -253,7 +257,9 @@ class NotebookTools:
         self.hub.publish(conversation_id, {"type": "message", "message": data})
         seconds = round(max(self.clock() - started, 0.0), 3)
         ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
-        self._event(conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds})
+        await self._event(
+            conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
+        )
         return shown
 
     def _set_working(
@@ -264,8 +270,8 @@ class NotebookTools:
         chat.working = working
         self.hub.publish(conversation_id, {"type": "working", "working": working})
 
-    def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
-        event = self.store.add_event(conversation_id, kind, data)
+    async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
+        event = await self.store.add_event(conversation_id, kind, data)
         self.hub.publish(conversation_id, {"type": "event", "event": event.to_json()})
 
 

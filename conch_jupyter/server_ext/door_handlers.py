@@ -21,6 +21,7 @@ browser send it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from http import HTTPStatus
@@ -53,6 +54,14 @@ log = logging.getLogger(__name__)
 # Room for a 16,000-character message however it is escaped, and not much more.
 MAX_BODY_BYTES = 256 * 1024
 NOTHING_HERE = Denied(404, "not_found", "There is nothing here.")
+
+
+@functools.lru_cache(maxsize=256)
+def card_bytes(name: str, persona: str, endpoint: str) -> bytes:
+    """A card as sent: made once for each agent (as it is now) and endpoint, not per request."""
+    return json.dumps(agent_card(name=name, persona=persona, endpoint=endpoint)).encode()
+
+
 TOO_LARGE = Denied(413, "too_large", "The body is larger than 256 KB.")
 
 
@@ -143,8 +152,10 @@ class DoorHandler(APIHandler):
         raise DoorError(NOTHING_HERE)
 
     def answer(self, data: Any) -> None:
+        """Send JSON data, or bytes already made (the card)."""
         self.set_header("Cache-Control", "no-store")
-        self.finish(json.dumps(data), set_content_type="application/json")
+        body = data if isinstance(data, bytes) else json.dumps(data)
+        self.finish(body, set_content_type="application/json")
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
@@ -176,8 +187,7 @@ class DoorCardHandler(DoorHandler):
     @allow_unauthenticated
     def get(self, agent_id: str | None = None) -> None:
         agent = self.scoped_agent(agent_id)
-        endpoint = endpoint_url(self, agent.id)
-        self.answer(agent_card(name=agent.name, persona=agent.persona, endpoint=endpoint))
+        self.answer(card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id)))
 
 
 class DoorRpcHandler(DoorHandler):

@@ -87,9 +87,10 @@ class ConversationsHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def post(self) -> None:
+    async def post(self) -> None:
         body = self.body(ConversationIn) if self.request.body else ConversationIn()
-        conversation = self.conch.store.create_conversation(title=body.title, path=body.path)
+        opened = self.conch.store.create_conversation(title=body.title, path=body.path)
+        conversation = await opened
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
 
 
@@ -108,10 +109,10 @@ class ConversationHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def patch(self, conversation_id: str) -> None:
+    async def patch(self, conversation_id: str) -> None:
         the_users_own(self, "change how a chat runs code")
         body = self.body(ConversationPatch)
-        self.conch.tools.set_mode(conversation_id, body.mode)
+        await self.conch.tools.set_mode(conversation_id, body.mode)
         self.reply(self.conch.rounds.conversation_json(conversation_id))
 
 
@@ -134,9 +135,9 @@ class ToolAnswerHandler(ConchHandler):
 class MessagesHandler(ConchHandler):
     @web.authenticated
     @authorized
-    def post(self, conversation_id: str) -> None:
+    async def post(self, conversation_id: str) -> None:
         body = self.body(MessageIn)
-        message = self.conch.rounds.post(conversation_id, body.text)
+        message = await self.conch.rounds.post(conversation_id, body.text)
         self.reply({"message_id": message.id}, 202)
 
 

@@ -2,8 +2,9 @@
 
 Each A2A context is a chat of its own with origin "peer", tainted from the start by the pairing,
 out of the chat list and readable from the pairing ("What it said"); peer_turn.py runs each
-answer in it. Bounds per key (DoorBounds): one message at a time, the token bucket, the day's
-metered spend, and a time limit on each answer. The door's tasks are kept in the store, so GetTask
+answer in it. The bounds per key are decided in rules.py (message_refusal, KeyBuckets); this
+module gives them what they decide on (whether the key is answering, its spend today) and turns
+their refusals into A2A errors. The door's tasks are kept in the store, so GetTask
 and ListTasks answer after the reply; a task belongs to one pairing and one agent, and is "not
 found" to anyone else.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,15 @@ from .card import agent_card_v03, agent_card_v1
 from .pairing import Pairing
 from .params import ListParams, SendParams, TaskParams
 from .peer_turn import PeerTurn, Running
-from .rules import DOOR_BOUNDS, DoorBounds, TokenBucket, day_start, is_command, size_refusal
+from .rules import (
+    DOOR_BOUNDS,
+    DoorBounds,
+    KeyBuckets,
+    OverBound,
+    day_start,
+    is_command,
+    message_refusal,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +53,10 @@ class PeerService:
     budget: Budget = field(default_factory=Budget)
     bounds: DoorBounds = DOOR_BOUNDS
     _running: dict[str, Running] = field(default_factory=dict, init=False)
-    _buckets: dict[str, TokenBucket] = field(default_factory=dict, init=False)
+    _buckets: KeyBuckets = field(init=False)
 
     def __post_init__(self) -> None:
+        self._buckets = KeyBuckets(self.bounds)
         self.store.fail_unfinished_door_tasks("The server stopped before the answer was finished.")
 
     async def answer(self, call: Call, pairing: Pairing, agent: Agent, endpoint: str) -> Any:
@@ -78,28 +88,46 @@ class PeerService:
                 "That task has already ended. Send a new message without a taskId (with the same "
                 "contextId to go on with the conversation).",
             )
-        self._take_token(pairing)
+        over = self._buckets.take(pairing.id, self.clock())
+        if over is not None:
+            raise _refusal(over)
         context_id = params.message.context_id or new_id()
-        chat = self._chat(pairing, agent, context_id)
-        asked = clean_text(text, self.bounds.message_chars)
-        said = self.store.add_message(chat.id, "outside", asked)
-        self.turns.hub.publish(chat.id, {"type": "message", "message": said.to_json()})
-        new_task = dict(
-            pairing_id=pairing.id,
-            agent=agent.id,
-            context_id=context_id,
-            conversation_id=chat.id,
-            asked=asked,
-            asked_id=params.message.message_id,
-        )
-        if is_command(text):
-            self.store.add_message(chat.id, "note", f"Refused: {COMMAND_REFUSED}")
-            refused = self.store.create_door_task(
-                **new_task, state="TASK_STATE_REJECTED", words=COMMAND_REFUSED
+        # Taken before the first await: a second message with this key now finds it busy.
+        running = self._running[pairing.id] = Running("")
+        try:
+            chat, opened = self._chat(pairing, agent, context_id)
+            asked = clean_text(text, self.bounds.message_chars)
+            command = is_command(text)
+            # The new chat (if it is new), the caller's words, Conch's note for a command and the
+            # task: queued one after another, so one commit stores them all.
+            queued: list[Awaitable[object]] = [] if opened is None else [opened]
+            said = self.store.add_message(chat.id, "outside", asked)
+            if command:
+                queued.append(
+                    self.store.add_message(chat.id, "note", f"Refused: {COMMAND_REFUSED}")
+                )
+            task = self.store.create_door_task(
+                pairing_id=pairing.id,
+                agent=agent.id,
+                context_id=context_id,
+                conversation_id=chat.id,
+                asked=asked,
+                asked_id=params.message.message_id,
+                state="TASK_STATE_REJECTED" if command else "TASK_STATE_WORKING",
+                words=COMMAND_REFUSED if command else None,
             )
-            return task_json(refused, version)
-        door_task = self.store.create_door_task(**new_task)
-        running = self._running[pairing.id] = Running(door_task.id)
+            for change in queued:
+                await change
+            message = await said
+            door_task = await task
+        except BaseException:
+            self._release(pairing.id, running)
+            raise
+        self.turns.hub.publish(chat.id, {"type": "message", "message": message.to_json()})
+        if command:
+            self._release(pairing.id, running)
+            return task_json(door_task, version)
+        running.task_id = door_task.id
         turn = PeerTurn(
             self.turns, pairing, agent, chat, door_task.id, running, self.bounds.answer_seconds
         )
@@ -111,12 +139,11 @@ class PeerService:
             running.job.cancel()
             raise
         finally:
-            if self._running.get(pairing.id) is running:
-                del self._running[pairing.id]
+            self._release(pairing.id, running)
         if not running.job.cancelled() and running.job.exception() is not None:
             # A bug, not a refusal: the owner's log has it, the caller gets an ended task.
             log.error("Conch door: an answer failed", exc_info=running.job.exception())
-            self.store.finish_door_task(
+            await self.store.finish_door_task(
                 door_task.id, "TASK_STATE_FAILED", words="Something went wrong while answering."
             )
         ended = self.store.door_task(door_task.id, pairing.id, agent.id)
@@ -180,8 +207,8 @@ class PeerService:
             running.ending = "revoked"
             running.job.cancel()
             await asyncio.wait({running.job})
-        self._buckets.pop(pairing_id, None)
-        self.store.forget_pairing(pairing_id)
+        self._buckets.forget(pairing_id)
+        await self.store.forget_pairing(pairing_id)
 
     async def close(self) -> None:
         jobs = [r.job for r in self._running.values() if r.job is not None and not r.job.done()]
@@ -192,59 +219,48 @@ class PeerService:
 
     # --- inside ---
 
+    def _release(self, pairing_id: str, running: Running) -> None:
+        """The key may send again (unless a revocation already took its place away)."""
+        if self._running.get(pairing_id) is running:
+            del self._running[pairing_id]
+
     def _check_bounds(self, pairing: Pairing, agent: Agent, text: str) -> None:
-        """The bounds that refuse before anything is stored or counted."""
-        too_long = size_refusal(text, self.bounds)
-        if too_long:
-            raise Refusal(ErrorCode.INVALID_PARAMS, too_long)
-        if pairing.id in self._running:
-            raise Refusal(
-                ErrorCode.LIMIT_REACHED,
-                "One message at a time: the last one sent with this key is still being answered.",
-                reason="BUSY",
-            )
+        """The bounds that refuse before anything is stored or counted (rules.message_refusal)."""
         now = self.clock()
-        if self.store.spent_since(day_start(now), payer=pairing.id) >= self.bounds.day_usd:
-            raise Refusal(
-                ErrorCode.LIMIT_REACHED,
-                f"This key has used its ${self.bounds.day_usd:.2f} of answers for today: try "
-                "again tomorrow (days start at midnight UTC).",
-                reason="DAILY_LIMIT",
-            )
-        if month_spent_over(self.store, self.budget, agent, now) is not None:
-            raise Refusal(
-                ErrorCode.LIMIT_REACHED,
-                f"{agent.name} cannot take more messages this month: try again later.",
-                reason="BUDGET",
-            )
+        over = message_refusal(
+            text,
+            self.bounds,
+            busy=pairing.id in self._running,
+            spent_today=self.store.spent_since(day_start(now), payer=pairing.id),
+            month_full=month_spent_over(self.store, self.budget, agent, now) is not None,
+            agent_name=agent.name,
+        )
+        if over is not None:
+            raise _refusal(over)
 
-    def _take_token(self, pairing: Pairing) -> None:
-        now = self.clock()
-        bucket = self._buckets.get(pairing.id)
-        if bucket is None:
-            per_second = self.bounds.per_minute / 60
-            bucket = self._buckets[pairing.id] = TokenBucket(self.bounds.burst, per_second, now)
-        wait = bucket.take(now)
-        if wait is not None:
-            raise Refusal(
-                ErrorCode.LIMIT_REACHED,
-                f"Too many messages: a key may send {self.bounds.burst} at once, then "
-                f"{self.bounds.per_minute:g} a minute. Try again in {wait} s.",
-                reason="RATE_LIMITED",
-                metadata={"retryAfterSeconds": str(wait)},
-            )
-
-    def _chat(self, pairing: Pairing, agent: Agent, context_id: str) -> Conversation:
+    def _chat(
+        self, pairing: Pairing, agent: Agent, context_id: str
+    ) -> tuple[Conversation, Awaitable[Conversation] | None]:
+        """The context's chat, and for a new one the change that stores it (queued, to await)."""
         # One chat per context and agent: a context reused with another agent is another chat.
         key = f"{agent.id}/{context_id}"
         chat = self.store.find_peer_chat(pairing.id, key)
-        if chat is None:
-            chat = self.store.create_conversation(
-                title=f"{agent.name} with {pairing.label}",
-                origin="peer",
-                pairing_id=pairing.id,
-                context_key=key,
-                tainted={"kind": "person", "by": pairing.label},
-            )
-            self.store.set_agent(chat.id, agent.id)
-        return chat
+        if chat is not None:
+            return chat, None
+        opened = self.store.create_conversation(
+            title=f"{agent.name} with {pairing.label}",
+            origin="peer",
+            pairing_id=pairing.id,
+            context_key=key,
+            tainted={"kind": "person", "by": pairing.label},
+            agent=agent.id,
+        )
+        return opened.row, opened
+
+
+def _refusal(over: OverBound) -> Refusal:
+    """A bound's refusal as the A2A error the caller gets."""
+    if over.reason == "TOO_LONG":
+        return Refusal(ErrorCode.INVALID_PARAMS, over.words)
+    metadata = None if over.retry_after is None else {"retryAfterSeconds": str(over.retry_after)}
+    return Refusal(ErrorCode.LIMIT_REACHED, over.words, reason=over.reason, metadata=metadata)

@@ -76,7 +76,7 @@ class PeerTurn:
         return self.turns.hub
 
     async def run(self) -> None:
-        pairing, agent, chat, task_id = self.pairing, self.agent, self.chat, self.task_id
+        pairing, agent, chat = self.pairing, self.agent, self.chat
         said = [
             Said(m.role, m.text, pairing.label if m.role == "outside" else agent.name)
             for m in self.store.messages(chat.id, limit=60)
@@ -96,31 +96,45 @@ class PeerTurn:
             await self.turns.take(turn, reply)
         except asyncio.CancelledError:
             if self.running.ending == "canceled":
-                self._note("The other agent canceled the answer.")
-                self.store.finish_door_task(task_id, "TASK_STATE_CANCELED", words="Canceled.")
+                note = "The other agent canceled the answer."
+                await self._end_task("TASK_STATE_CANCELED", note=note, words="Canceled.")
             elif self.running.ending is None:  # the server is stopping
-                self._end("The server stopped during the answer.")
+                await self._end("The server stopped during the answer.")
             raise
         if reply.timed_out:
-            self._end(f"{agent.name} did not answer within {duration(self.seconds)}.")
+            await self._end(f"{agent.name} did not answer within {duration(self.seconds)}.")
         elif reply.failure is not None:
             # The details (addresses, statuses) are for the owner, not for the caller.
-            self._note(f"{agent.name} could not answer: {reply.failure}")
-            self.store.finish_door_task(
-                task_id, "TASK_STATE_FAILED", words=f"{agent.name} could not answer just now."
+            await self._end_task(
+                "TASK_STATE_FAILED",
+                note=f"{agent.name} could not answer: {reply.failure}",
+                words=f"{agent.name} could not answer just now.",
             )
         elif reply.text.strip():
-            self.store.finish_door_task(task_id, "TASK_STATE_COMPLETED", reply=reply.text)
+            await self._end_task("TASK_STATE_COMPLETED", reply=reply.text)
         else:
-            self.store.finish_door_task(
-                task_id, "TASK_STATE_FAILED", words=f"{agent.name} gave no answer."
-            )
+            await self._end_task("TASK_STATE_FAILED", words=f"{agent.name} gave no answer.")
 
-    def _end(self, words: str) -> None:
-        self._note(f"{words} The answer was stopped.")
-        self.store.finish_door_task(self.task_id, "TASK_STATE_FAILED", words=words)
+    async def _end(self, words: str) -> None:
+        await self._end_task(
+            "TASK_STATE_FAILED", note=f"{words} The answer was stopped.", words=words
+        )
 
-    def _note(self, text: str) -> None:
-        """Conch's note for the chat's owner, after what was said (the turn kept that)."""
-        note = self.store.add_message(self.chat.id, "note", clean_text(text, 2_000))
-        self.hub.publish(self.chat.id, {"type": "message", "message": note.to_json()})
+    async def _end_task(
+        self,
+        state: str,
+        *,
+        note: str | None = None,
+        reply: str | None = None,
+        words: str | None = None,
+    ) -> None:
+        """Conch's note for the chat's owner, after what was said (the turn kept that), and how
+        the task ended: queued together, so one commit stores both."""
+        noted = None
+        if note is not None:
+            noted = self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
+        ended = self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
+        if noted is not None:
+            message = await noted
+            self.hub.publish(self.chat.id, {"type": "message", "message": message.to_json()})
+        await ended

@@ -6,19 +6,21 @@ through these rules in this order; door/peer.py runs what they let through.
 
 1. A browser never gets in: a request with `Origin` or `Sec-Fetch-Site` is refused. A header key
    is not ambient, but no web page should be able to drive your agents, even with a stolen key.
-2. An address that has failed too often waits (FailureThrottle), as with sign-ins: first slower
-   answers, then 429 with Retry-After, without the key being looked at.
-3. The key (`Authorization: Bearer conch_a2a_…`) is compared by its SHA-256, in constant time,
-   with every pairing's hash. The Jupyter token and the kernel key are not door keys.
+2. The key (`Authorization: Bearer conch_a2a_…`) is looked up by its SHA-256 (DoorKeys): one
+   dict lookup, the same time however many pairings there are. The Jupyter token and the kernel
+   key are not door keys. A right key is let on whatever other callers got wrong.
+3. A wrong key is throttled (FailureThrottle), as with sign-ins: per address and key prefix, and
+   per address however the keys vary; first slower answers, then 429 with Retry-After.
 4. From another computer: HTTPS, the door's remote switch and a key marked remote, all three.
 5. The agent in the path must be one the key was given; any other looks like nothing is there.
-6. The body is read as JSON-RPC (calls.py), then a message must fit the key's bounds.
+6. The body is read as JSON-RPC (calls.py), then a message must fit the key's bounds
+   (message_refusal, then KeyBuckets): its size, one at a time, the day's spend, the month's
+   budget, then five at once and 20 a minute.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import ipaddress
 import math
 import re
@@ -28,6 +30,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Literal
 
 from ...talk import clean_text
 
@@ -57,20 +60,38 @@ def bearer_key(authorization: str | None) -> str | None:
     return value.strip()
 
 
-def match_key(key: str, hashes: Iterable[tuple[str, str]]) -> str | None:
-    """The id of the pairing whose key hash matches `key`, or None.
+def key_prefix(key: str) -> str:
+    """The part of a presented key the throttle counts failures by (with the address): a caller
+    stuck on one stale key is held back without holding back the others on its address."""
+    return key[len(KEY_PREFIX) : len(KEY_PREFIX) + 8] if _KEY_SHAPE.fullmatch(key) else ""
 
-    Every stored hash is compared, with no early exit, and with hmac.compare_digest, so the time
-    taken says nothing about which hash (or how much of one) matched.
+
+class DoorKeys:
+    """Every pairing's key, by its SHA-256: (pairing id, marked remote). Built once each time the
+    pairings change (pairing.py), so checking a key is one hash and one dict lookup.
+
+    Constant time where it matters: the lookup's time can depend only on the presented key's own
+    SHA-256, and that says nothing about any stored key (making a key whose hash shares a chosen
+    prefix with a stored hash is as hard as guessing the key), so there is nothing to time.
     """
-    if not _KEY_SHAPE.fullmatch(key):
-        return None
-    presented = hash_key(key)
-    found = None
-    for pairing_id, stored in hashes:
-        if hmac.compare_digest(presented, stored) and found is None:
-            found = pairing_id
-    return found
+
+    def __init__(self, entries: Iterable[tuple[str, str, bool]]) -> None:
+        self._by_hash = {digest: (pairing_id, remote) for pairing_id, digest, remote in entries}
+
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
+    def with_key(self, pairing_id: str, digest: str, remote: bool) -> DoorKeys:
+        """These keys and one more (a new pairing), without building them all again."""
+        more = DoorKeys(())
+        more._by_hash = {**self._by_hash, digest: (pairing_id, remote)}
+        return more
+
+    def match(self, key: str) -> tuple[str, bool] | None:
+        """(pairing id, marked remote) of the pairing `key` opens, or None."""
+        if not _KEY_SHAPE.fullmatch(key):
+            return None  # not one of our keys: never hashed, never compared
+        return self._by_hash.get(hash_key(key))
 
 
 # --- who may knock ----------------------------------------------------------------------------
@@ -115,17 +136,23 @@ def remote_refusal(
 @dataclass(frozen=True)
 class ThrottleRules:
     free: int = 5  # failures in the window answered at the normal speed
-    lockout: int = 20  # failures in the window after which the address waits (429)
+    lockout: int = 20  # failures in the window after which the source waits (429)
     window: float = 600.0  # seconds a failure counts for
     max_delay: float = 1.0  # the slowest a refusal is answered, in seconds
 
 
+# However its keys vary, one address is held back after ten times the failures of one key prefix.
+ADDRESS_RULES = ThrottleRules(free=50, lockout=200)
+
+
 class FailureThrottle:
-    """Wrong keys per source address, as for sign-ins: slower answers, then a wait.
+    """Wrong keys per source (an address, or an address and a key prefix), as for sign-ins:
+    slower answers, then a wait.
 
     Only a key that was presented and is wrong counts: a request with no key guesses nothing.
     A right key does not clear the count, so one leaked key cannot be used to reset it while
-    guessing others. At most `max_addresses` are remembered; the longest quiet is forgotten first.
+    guessing others. At most `max_addresses` sources are remembered; the longest quiet is
+    forgotten first.
     """
 
     def __init__(self, rules: ThrottleRules = ThrottleRules(), max_addresses: int = 4096) -> None:
@@ -134,7 +161,7 @@ class FailureThrottle:
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
     def wait(self, address: str, now: float) -> int | None:
-        """Whole seconds the address must wait before it may knock again; None if it may now."""
+        """Whole seconds the source must wait before a wrong key is answered; None if not."""
         times = self._recent(address, now)
         if times is None or len(times) < self.rules.lockout:
             return None
@@ -206,13 +233,80 @@ def day_start(ts: float) -> float:
     return day.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
 
 
-def size_refusal(text: str, bounds: DoorBounds) -> str | None:
+@dataclass(frozen=True)
+class OverBound:
+    """A message a key's bounds refuse: why (the A2A error's reason), and words for the caller."""
+
+    reason: Literal["TOO_LONG", "BUSY", "DAILY_LIMIT", "BUDGET", "RATE_LIMITED"]
+    words: str
+    retry_after: int | None = None  # RATE_LIMITED: whole seconds
+
+
+def message_refusal(
+    text: str,
+    bounds: DoorBounds,
+    *,
+    busy: bool,
+    spent_today: float,
+    month_full: bool,
+    agent_name: str,
+) -> OverBound | None:
+    """The bounds that refuse a message before anything is stored or counted, in this order:
+    its size, one message at a time (`busy`: the key's last one is still being answered), the
+    key's spend today (metered answers it was the payer of), the month's budget for a metered
+    agent (`month_full`)."""
     if len(text) > bounds.message_chars:
-        return (
+        return OverBound(
+            "TOO_LONG",
             f"A message can be at most {bounds.message_chars:,} characters long "
-            f"(this one has {len(text):,})."
+            f"(this one has {len(text):,}).",
+        )
+    if busy:
+        return OverBound(
+            "BUSY",
+            "One message at a time: the last one sent with this key is still being answered.",
+        )
+    if spent_today >= bounds.day_usd:
+        return OverBound(
+            "DAILY_LIMIT",
+            f"This key has used its ${bounds.day_usd:.2f} of answers for today: try again "
+            "tomorrow (days start at midnight UTC).",
+        )
+    if month_full:
+        return OverBound(
+            "BUDGET", f"{agent_name} cannot take more messages this month: try again later."
         )
     return None
+
+
+class KeyBuckets:
+    """Each key's token bucket: `bounds.burst` messages at once, then `bounds.per_minute`.
+
+    Taken after message_refusal, and after the message is known to be a new one, so a refused
+    message costs no token.
+    """
+
+    def __init__(self, bounds: DoorBounds) -> None:
+        self.bounds = bounds
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def take(self, pairing_id: str, now: float) -> OverBound | None:
+        bucket = self._buckets.get(pairing_id)
+        if bucket is None:
+            per_second = self.bounds.per_minute / 60
+            bucket = self._buckets[pairing_id] = TokenBucket(self.bounds.burst, per_second, now)
+        wait = bucket.take(now)
+        if wait is None:
+            return None
+        return OverBound(
+            "RATE_LIMITED",
+            f"Too many messages: a key may send {self.bounds.burst} at once, then "
+            f"{self.bounds.per_minute:g} a minute. Try again in {wait} s.",
+            retry_after=wait,
+        )
+
+    def forget(self, pairing_id: str) -> None:
+        self._buckets.pop(pairing_id, None)
 
 
 def is_command(text: str) -> bool:
@@ -238,7 +332,7 @@ class Denied:
 
 
 class DoorGate:
-    """Who gets in: browser, throttle, key, from where. `remote` is c.ConchApp.door_remote."""
+    """Who gets in: browser, key, throttle, from where. `remote` is c.ConchApp.door_remote."""
 
     def __init__(
         self,
@@ -246,43 +340,41 @@ class DoorGate:
         remote: bool,
         clock: Callable[[], float],
         throttle: FailureThrottle | None = None,
+        address_throttle: FailureThrottle | None = None,
     ) -> None:
         self.remote = remote
         self.clock = clock
-        self.throttle = throttle or FailureThrottle()
+        self.throttle = throttle or FailureThrottle()  # by address and key prefix
+        self.address_throttle = address_throttle or FailureThrottle(ADDRESS_RULES)
 
     def admit(
-        self,
-        *,
-        headers: Mapping[str, str],
-        address: str,
-        protocol: str,
-        keys: Iterable[tuple[str, str, bool]],
+        self, *, headers: Mapping[str, str], address: str, protocol: str, keys: DoorKeys
     ) -> str | Denied:
-        """The id of the pairing whose key the request carries, or why it is turned away.
-
-        `keys` are (pairing id, key hash, marked remote) for every pairing.
-        """
+        """The id of the pairing whose key the request carries, or why it is turned away."""
         browser = browser_refusal(headers)
         if browser:
             return Denied(403, "browser", browser)
-        now = self.clock()
-        wait = self.throttle.wait(address, now)
-        if wait is not None:
-            words = f"Too many wrong keys came from this address: try again in {wait} s."
-            return Denied(429, "too_many_failures", words, retry_after=wait)
         key = bearer_key(headers.get("Authorization"))
         if key is None:
             return Denied(401, "no_key", "The door needs a key: Authorization: Bearer <key>.")
-        pairs = list(keys)
-        pairing_id = match_key(key, ((pid, digest) for pid, digest, _ in pairs))
-        if pairing_id is None:
-            delay = self.throttle.failed(address, now)
-            return Denied(401, "bad_key", "That key opens nothing here.", delay=delay, bad_key=True)
-        key_remote = next(remote for pid, _, remote in pairs if pid == pairing_id)
+        found = keys.match(key)
+        if found is None:
+            return self._wrong_key(address, key)
+        pairing_id, key_remote = found
         refusal = remote_refusal(
             address=address, protocol=protocol, door_remote=self.remote, key_remote=key_remote
         )
         if refusal:
             return Denied(403, "not_from_there", refusal)
         return pairing_id
+
+    def _wrong_key(self, address: str, key: str) -> Denied:
+        now = self.clock()
+        source = f"{address} {key_prefix(key)}"
+        waits = (self.throttle.wait(source, now), self.address_throttle.wait(address, now))
+        wait = max((w for w in waits if w is not None), default=None)
+        if wait is not None:
+            words = f"Too many wrong keys came from this address: try again in {wait} s."
+            return Denied(429, "too_many_failures", words, retry_after=wait)
+        delay = max(self.throttle.failed(source, now), self.address_throttle.failed(address, now))
+        return Denied(401, "bad_key", "That key opens nothing here.", delay=delay, bad_key=True)

@@ -1,0 +1,160 @@
+"""The chat store's SQLite file itself: opening it, its errors in words, its schema version, and
+rows to and from the dataclasses in rows.py. store.py reads through these; store_writer.py writes.
+
+One file, `conch.sqlite3` (0600), in WAL mode. The connection that writes has `synchronous=FULL`
+(a committed message or a spent dollar survives a crash or a power cut); the one that reads has
+`query_only`, so a write can only go through the writer. A file that is not Conch's database is
+never recreated over: that is a StoreError naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .files import StoreError, ensure_private_dir
+from .rows import Conversation, DoorTask, Event, Message, Spend, decode_json, encode_json
+from .store_schema import _MIGRATIONS, SCHEMA_VERSION
+
+_R = TypeVar("_R", Conversation, Message, Event, DoorTask)
+_LEAVE_IT = "fix or move it away — Conch will not overwrite it"
+_JSON_COLUMNS = frozenset({"tainted", "round", "data", "tool"})
+
+
+@contextlib.contextmanager
+def guard(path: Path, doing: str) -> Iterator[None]:
+    """sqlite3's errors, said in words and naming the file."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.IntegrityError):
+        raise  # A mistake in the call (a closed store, a duplicate id), not in the file.
+    except sqlite3.OperationalError as e:
+        if "full" in str(e):
+            why = "the disk (or the database's size limit) is full"
+        else:
+            why = f"SQLite said: {e}"
+        raise StoreError(f"Could not {doing} {path}: {why}.", path) from e
+    except sqlite3.DatabaseError as e:
+        raise StoreError(
+            f"{path} is not a Conch database or is damaged (SQLite said: {e}); {_LEAVE_IT}.",
+            path,
+        ) from e
+
+
+def open_writer(path: Path) -> sqlite3.Connection:
+    """The connection that makes every change, with the schema brought up to date.
+
+    Made here, on the caller's thread, then handed to the writer thread, which alone uses it
+    (hence check_same_thread=False).
+    """
+    ensure_private_dir(path.parent)
+    try:
+        # Made 0600 before SQLite sees it; the -wal and -shm files copy the main file's mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(path, 0o600)
+    except OSError as e:
+        raise StoreError(f"Could not open {path}: {e.strerror or e}.", path) from e
+    with guard(path, "open"):
+        # isolation_level=None: transactions are ours (BEGIN IMMEDIATE … COMMIT), not implicit.
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        with guard(path, "open"):
+            # Read before any write, so a file that is not ours is left byte for byte.
+            version = _version(db, path)
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{path} cannot use write-ahead logging.", path)
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA busy_timeout=5000")  # another server on the same data
+            _migrate(db, path, version)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def open_reader(path: Path) -> sqlite3.Connection:
+    """A connection that only reads, for the thread that opened it (the server's event loop).
+
+    In WAL mode it never waits for the writer, and it sees each change once it is committed.
+    """
+    with guard(path, "open"):
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("PRAGMA query_only=ON")
+            db.execute("PRAGMA busy_timeout=5000")
+        except BaseException:
+            db.close()
+            raise
+    db.row_factory = sqlite3.Row
+    return db
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection, path: Path) -> Iterator[None]:
+    with guard(path, "save to"):
+        # IMMEDIATE takes the write lock up front, so a commit never fails on a busy lock.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException:
+            rollback(db)
+            raise
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    # SQLite may have rolled back already (a full disk does that).
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def insert(
+    db: sqlite3.Connection, table: str, item: Conversation | Message | Event | Spend | DoorTask
+) -> int:
+    """Insert a row from its dataclass (field = column; seq is SQLite's); return its seq."""
+    row = {
+        name: encode_json(value) if name in _JSON_COLUMNS else value
+        for name, value in dataclasses.asdict(item).items()
+        if name != "seq"
+    }
+    # The table and column names come from this module's callers, never from a request.
+    columns, marks = ", ".join(row), ", ".join("?" * len(row))
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+    return db.execute(sql, tuple(row.values())).lastrowid or 0
+
+
+def from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
+    return cls(**{name: decode_json(v) if name in _JSON_COLUMNS else v for name, v in row.items()})
+
+
+def _version(db: sqlite3.Connection, path: Path) -> int:
+    """The schema version, refusing a file that is someone else's or a newer Conch's."""
+    # The first read of the file: this is where "not a database" shows.
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer Conch (schema {version}); update Conch to open it.",
+            path,
+        )
+    if version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise StoreError(f"{path} is a SQLite database, but not Conch's; {_LEAVE_IT}.", path)
+    return version
+
+
+def _migrate(db: sqlite3.Connection, path: Path, version: int) -> None:
+    while version < SCHEMA_VERSION:
+        with transaction(db, path):
+            # Read again under the write lock: another server may have just migrated it.
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version < SCHEMA_VERSION:
+                _MIGRATIONS[version](db)
+                version += 1
+                db.execute(f"PRAGMA user_version = {version}")

@@ -1,0 +1,157 @@
+"""The A2A door's tasks in the chat store: what a paired agent asked and how its answer ended,
+so GetTask and ListTasks answer after the reply. Part of Store (store.py), as a base class that
+shares its writer, its reading connection and its clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from .rows import DoorTask
+from .store_db import from_row, guard, insert
+from .store_writer import Pending, Writer
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+
+def _then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Pending[_B]:
+    """What a change (queued already) gives its caller once committed."""
+
+    async def committed() -> _B:
+        return result(await queued)
+
+    return committed()
+
+
+class Queued(Generic[_A]):
+    """A new row queued for the writer: the row as it will be stored, known at once (`row`),
+    and, awaited, the same row once committed."""
+
+    def __init__(self, row: _A, committed: Awaitable[object]) -> None:
+        self.row = row
+        self._committed = committed
+
+    def __await__(self) -> Generator[Any, None, _A]:
+        yield from self._committed.__await__()
+        return self.row
+
+
+class StoreRows:
+    """What Store and its parts share: the file, the writer, the reading connection, the clock."""
+
+    path: Path
+    _writer: Writer
+    _db: sqlite3.Connection
+    _clock: Callable[[], float]
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        with guard(self.path, "read"):
+            return [dict(row) for row in self._db.execute(sql, args).fetchall()]
+
+
+class DoorTasks(StoreRows):
+    def create_door_task(
+        self,
+        *,
+        pairing_id: str,
+        agent: str,
+        context_id: str,
+        conversation_id: str | None,
+        asked: str,
+        asked_id: str,
+        state: str = "TASK_STATE_WORKING",
+        words: str | None = None,
+    ) -> Pending[DoorTask]:
+        """A task for what a paired agent asked (`asked`, also stored in its chat, by the door)."""
+        now = self._clock()
+        task = DoorTask(
+            str(uuid.uuid4()),
+            pairing_id,
+            agent,
+            context_id,
+            conversation_id,
+            state,
+            asked,
+            asked_id,
+            None,
+            words,
+            now,
+            now,
+        )
+        return _then(self._writer.change(lambda db: insert(db, "door_tasks", task)), lambda _: task)
+
+    def finish_door_task(
+        self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
+    ) -> Pending[None]:
+        now = self._clock()
+        sql = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
+        return _then(
+            self._writer.change(lambda db: db.execute(sql, (state, reply, words, now, task_id))),
+            lambda _: None,
+        )
+
+    def door_task(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
+        """The task, only when it belongs to this pairing and agent: anyone else's is not found."""
+        rows = self._select(
+            "SELECT * FROM door_tasks WHERE id = ? AND pairing_id = ? AND agent = ?",
+            (task_id, pairing_id, agent),
+        )
+        return from_row(DoorTask, rows[0]) if rows else None
+
+    def door_tasks(
+        self,
+        pairing_id: str,
+        agent: str,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        updated_after: float | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[DoorTask], int]:
+        """One page of a pairing's tasks with one agent, newest first, and how many there are."""
+        where, args = "pairing_id = ? AND agent = ?", list[Any]([pairing_id, agent])
+        for column, value in (("context_id", context_id), ("state", state)):
+            if value is not None:
+                where, args = f"{where} AND {column} = ?", [*args, value]
+        if updated_after is not None:
+            where, args = f"{where} AND updated >= ?", [*args, updated_after]
+        # The clauses are this module's own text; only the values come from the caller.
+        count = f"SELECT count(*) AS n FROM door_tasks WHERE {where}"  # noqa: S608
+        total = self._select(count, tuple(args))
+        rows = self._select(
+            f"SELECT * FROM door_tasks WHERE {where}"  # noqa: S608
+            " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*args, max(limit, 0), max(offset, 0)),
+        )
+        return [from_row(DoorTask, row) for row in rows], int(total[0]["n"])
+
+    def fail_unfinished_door_tasks(self, words: str) -> int:
+        """End tasks a stopped server left working: their answers are not coming. Called once at
+        start-up, before the door opens, so it waits for the writer."""
+        now = self._clock()
+        return self._writer.change_now(
+            lambda db: (
+                db.execute(
+                    "UPDATE door_tasks SET state = 'TASK_STATE_FAILED', words = ?, updated = ?"
+                    " WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')",
+                    (words, now),
+                ).rowcount
+            )
+        )
+
+    def forget_pairing(self, pairing_id: str) -> Pending[None]:
+        """Delete a revoked pairing's tasks and chats; what it spent stays counted."""
+
+        def change(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM door_tasks WHERE pairing_id = ?", (pairing_id,))
+            db.execute(
+                "DELETE FROM conversations WHERE origin = 'peer' AND pairing_id = ?", (pairing_id,)
+            )
+
+        return self._writer.change(change)
