@@ -96,7 +96,7 @@ export function mentionAt(value, caret) {
  * @param {Mention[]} all
  * @returns {{kept: Mention[], withheld: {mention: Mention, yours: string}[]}}
  */
-export function sorted(all) {
+export function sift(all) {
   const ours = all.filter((m) => !m.outside);
   const seen = new Set();
   /** @type {Mention[]} */
@@ -121,7 +121,7 @@ export function sorted(all) {
 
 /** Each entry once, your agent's first, no outside agent clashing with yours. @param {Mention[]} all */
 export function unalike(all) {
-  return sorted(all).kept;
+  return sift(all).kept;
 }
 
 /**
@@ -170,7 +170,7 @@ export function heldBack(all, query) {
   const q = queryKey(query);
   if (q === null) return [];
   const held = new Set(
-    sorted(all)
+    sift(all)
       .withheld.filter(({ mention }) => matches(mention, q) || contains(mention, q))
       .map(({ yours }) => yours),
   );

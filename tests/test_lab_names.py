@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import nbformat
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from .a2a_peers import Peer
 from .browser import chromium, need_chromium, screenshot_path
@@ -79,6 +79,16 @@ def test_a_clashing_card_asks_for_a_name_and_the_picker_shows_no_lookalikes(
         assert helper.sends() == []
 
 
+def open_picker(page: Page) -> tuple[Locator, Locator, Locator]:
+    """The notebook's chat, once it follows the server, with "@" typed in its box."""
+    chat = page.locator(".conch-chat").first
+    expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
+    box = chat.locator(".conch-input")
+    box.click()
+    box.type("@")
+    return chat, box, chat.locator(".conch-mention .conch-mention-name")
+
+
 def page_check(browser: Browser, lab: Lab, pleaser: Peer) -> None:
     page = open_notebook(browser, f"{lab.url}lab/tree/names.ipynb?token={lab.token}")
     errors: list[str] = []
@@ -100,12 +110,7 @@ def page_check(browser: Browser, lab: Lab, pleaser: Peer) -> None:
     )
 
     # The chat's picker: your agents, Scout marked as outside, the look-alike held back.
-    chat = page.locator(".conch-chat").first
-    expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
-    box = chat.locator(".conch-input")
-    box.click()
-    box.type("@")
-    names = chat.locator(".conch-mention .conch-mention-name")
+    chat, box, names = open_picker(page)
     expect(names).to_have_text(["Researcher", "Writer", "Scout"])
     expect(chat.locator(".conch-mention .conch-mention-tag")).to_have_text(["outside"])
     expect(chat.locator(".conch-mention-held")).to_contain_text("your “Researcher”")
@@ -158,12 +163,7 @@ def page_check(browser: Browser, lab: Lab, pleaser: Peer) -> None:
     page = open_notebook(browser, f"{lab.url}lab/tree/names.ipynb?token={lab.token}")
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    chat = page.locator(".conch-chat").first
-    expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
-    box = chat.locator(".conch-input")
-    box.click()
-    box.type("@")
-    names = chat.locator(".conch-mention .conch-mention-name")
+    chat, _, names = open_picker(page)
     expect(names).to_have_text(["Researcher", "Writer", "Scout", "Field Scout", "Acme Helper"])
     expect(chat.locator(".conch-mention .conch-mention-tag")).to_have_count(3)
     expect(chat.locator(".conch-mention-held")).to_have_count(0)
