@@ -27,6 +27,7 @@ from .files import StoreError
 from .history import HISTORY_MESSAGES, Said, system_prompt
 from .hub import Hub
 from .mentions import read_mentions, unclear_note
+from .names import clashes
 from .notebook.rules import NOTEBOOK_TOOLS
 from .notebook.service import NotebookTools
 from .outside_turn import OutsideTurns
@@ -156,6 +157,7 @@ class RoundService:
         conversation = self._require(conversation_id, origins=("user", "peer"))
         room = self._room()
         names = room.names()
+        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
@@ -166,10 +168,14 @@ class RoundService:
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
-            # Who is who, so a view needs no other call to name everyone (issue 10).
+            # Who is who, so a view needs no other call to name everyone (issue 10); an outside
+            # agent's name that clashes with one of yours names yours (the @ picker holds it back).
             "roster": {
                 "agents": [{"id": a.id, "name": a.name} for a in room.agents],
-                "outside": [{"id": i, "name": n} for n, i in room.outside.items()],
+                "outside": [
+                    {"id": i, "name": n, "clashes_with": clashing.get(n)}
+                    for n, i in room.outside.items()
+                ],
             },
             "streaming": self.hub.streaming(conversation_id),
         }

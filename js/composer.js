@@ -2,11 +2,14 @@
 /**
  * The text box: Enter sends, Shift+Enter breaks the line, and typing @ lists your agents and
  * then outside agents, filtered as you type, chosen with the arrow keys and Enter (or Tab), or
- * with the mouse. What it offers is mentions.js's (pure, tested on its own).
+ * with the mouse. What it offers is mentions.js's (pure, tested on its own): never two entries
+ * that read as one, and no outside agent whose name clashes with one of yours; when the query
+ * matches such an agent, a line under the list says so (naming only your agent).
  */
 
 import { disc, h, uid } from "./dom.js";
-import { mentionAt, offered } from "./mentions.js";
+import { heldBack, mentionAt, offered } from "./mentions.js";
+import { and } from "./words.js";
 
 /**
  * @typedef {import("./mentions.js").Mention} Mention
@@ -41,20 +44,24 @@ export function composer(state, send) {
   );
   /** @type {Mention[]} */
   let options = [];
+  /** @type {string[]} your agents an outside agent matching the query clashes with */
+  let held = [];
   let active = 0;
   /** @type {{start: number, end: number} | null} */
   let token = null;
 
   function refresh() {
     const found = input.selectionStart === input.selectionEnd ? mentionAt(input.value, input.selectionStart) : null;
-    options = found ? offered(state.get("mentions") || [], found.query) : [];
+    const all = state.get("mentions") || [];
+    options = found ? offered(all, found.query) : [];
+    held = found ? heldBack(all, found.query) : [];
     token = options.length && found ? { start: found.start, end: found.end } : null;
     active = Math.min(active, Math.max(0, options.length - 1));
     drawList();
   }
 
   function drawList() {
-    const open = options.length > 0;
+    const open = options.length > 0 || held.length > 0;
     list.hidden = !open;
     input.setAttribute("aria-expanded", String(open));
     if (!open) {
@@ -90,8 +97,19 @@ export function composer(state, send) {
         ),
       );
     });
+    if (held.length) {
+      const yours = and(held.map((name) => `“${name}”`));
+      rows.push(
+        h("li", {
+          class: "conch-mention-held",
+          role: "presentation",
+          text: `Not offered here: outside agents whose names clash with your ${yours}. Rename them in Settings → Outside agents.`,
+        }),
+      );
+    }
     list.replaceChildren(...rows);
-    input.setAttribute("aria-activedescendant", `${listId}-${active}`);
+    if (options.length) input.setAttribute("aria-activedescendant", `${listId}-${active}`);
+    else input.removeAttribute("aria-activedescendant");
   }
 
   /** @param {number} i */
@@ -103,6 +121,7 @@ export function composer(state, send) {
     const caret = token.start + text.length;
     input.setSelectionRange(caret, caret);
     options = [];
+    held = [];
     token = null;
     drawList();
     grow();
@@ -134,12 +153,13 @@ export function composer(state, send) {
         choose(active);
         return;
       }
-      if (event.key === "Escape") {
-        event.preventDefault();
-        options = [];
-        drawList();
-        return;
-      }
+    }
+    if ((options.length || held.length) && event.key === "Escape") {
+      event.preventDefault();
+      options = [];
+      held = [];
+      drawList();
+      return;
     }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -154,6 +174,7 @@ export function composer(state, send) {
   input.addEventListener("click", refresh);
   input.addEventListener("blur", () => {
     options = [];
+    held = [];
     drawList();
   });
   form.addEventListener("submit", (event) => {
@@ -161,7 +182,17 @@ export function composer(state, send) {
     submit();
   });
 
+  /** Who could be offered when the list was last drawn, to redraw it when that changes. */
+  let offeredFrom = "";
+
   function draw() {
+    // Names that arrive (or change) while the list is open are offered at once, not on the
+    // next key: a chat's names come with its first snapshot, which may follow the first "@".
+    const from = JSON.stringify(state.get("mentions") || []);
+    if (from !== offeredFrom) {
+      offeredFrom = from;
+      if (document.activeElement === input) refresh();
+    }
     const running = Boolean(state.get("round_running"));
     input.placeholder = running ? "Write to end the round (@ to mention)" : "Message your agents (@ to mention)";
     const notice = state.get("notice") || "";

@@ -91,7 +91,7 @@ export function directSettings(api, section) {
       tell({ type: "done", action: name, ok: true, words: "" });
     } catch (error) {
       problem(key, error instanceof ConchError ? error.message : String(error));
-      tell({ type: "done", action: name, ok: false });
+      tell({ type: "done", action: name, ok: false, code: error instanceof ConchError ? error.code : "" });
     } finally {
       state.update({ working: "" });
     }
@@ -121,17 +121,16 @@ export function directSettings(api, section) {
     "outside.add": async (content) => {
       const paste = String(content.paste || "").trim();
       if (!paste) return problem("outside", "Paste the agent's address first.");
-      // A name of your own, else the card's (if it clashes with none of yours).
-      const name = String(content.name || "").trim();
+      // A name of your own, else the card's (refused in words if it clashes with one of yours).
+      const name = String(content.name || "").trim() || null;
       await act("outside.add", "outside", async () => {
-        await api.request("POST", "outside", name ? { paste, name } : { paste });
+        await api.request("POST", "outside", { paste, name });
         await load("outside");
       });
     },
     "outside.rename": (content) =>
       act("outside.rename", "outside", async () => {
-        const body = { name: String(content.name || "") };
-        await api.request("PATCH", `outside/${encodeURIComponent(content.id)}`, body);
+        await api.request("PATCH", `outside/${encodeURIComponent(content.id)}`, { name: String(content.name || "") });
         await load("outside");
       }),
     "outside.remove": (content) =>

@@ -1,8 +1,8 @@
 // @ts-check
 /**
- * Settings: your agents (add, edit, remove), outside agents (add by paste with a name of your
- * own if you like, rename, remove, repair), and
- * the agents that can talk to yours (pair, show the key once with Copy, remove, What it said).
+ * Settings: your agents (add, edit, remove), outside agents (settings-outside.js: add by paste,
+ * with a name of your own where the card's clashes; rename, remove, repair), and the agents that
+ * can talk to yours (pair, show the key once with Copy, remove, What it said).
  *
  * Its state and actions come from a source: straight from the server (settings-source.js's
  * directSettings) where the page was served by the Jupyter server running Conch, else the
@@ -10,8 +10,10 @@
  * view only: it is never kept in a trait or a store.
  */
 
+import { confirmButton, field } from "./controls.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
+import { outsideSection } from "./settings-outside.js";
 
 /**
  * @typedef {{
@@ -29,35 +31,6 @@ const SECTIONS = [
   ["outside", "Outside agents"],
   ["pairings", "Agents that can talk to yours"],
 ];
-
-/**
- * A button that asks once more before doing something that cannot be undone.
- * @param {string} label @param {string} ask @param {() => void} act
- */
-function confirmButton(label, ask, act) {
-  const button = h("button", { type: "button", class: "conch-button conch-quiet" , text: label });
-  let armed = false;
-  button.addEventListener("click", () => {
-    if (!armed) {
-      armed = true;
-      button.textContent = ask;
-      button.classList.add("is-armed");
-      return;
-    }
-    act();
-  });
-  button.addEventListener("blur", () => {
-    armed = false;
-    button.textContent = label;
-    button.classList.remove("is-armed");
-  });
-  return button;
-}
-
-/** @param {string} label @param {HTMLElement} control */
-function field(label, control) {
-  return h("label", { class: "conch-field" }, h("span", { text: label }), control);
-}
 
 /** @param {(content: any) => void} act */
 function agentForm(act) {
@@ -183,63 +156,15 @@ export function settingsView(source, el) {
     form.el,
   );
 
-  // Outside agents.
-  const paste = /** @type {HTMLTextAreaElement} */ (
-    h("textarea", { class: "conch-paste", rows: 2, "aria-label": "Outside agent's address and key", placeholder: "Paste the agent's address (and its key, if you were given one)" })
-  );
-  const ownName = /** @type {HTMLInputElement} */ (
-    h("input", { class: "conch-own-name", name: "outside-name", maxlength: 40, "aria-label": "Its name here (optional)", placeholder: "Its name here (optional: else the card's)" })
-  );
-  const outsideForm = h(
-    "form",
-    { class: "conch-form conch-inline", onsubmit: (/** @type {Event} */ e) => {
-      e.preventDefault();
-      const name = ownName.value.trim();
-      source.act({ type: "outside.add", paste: paste.value, ...(name ? { name } : {}) });
-    } },
-    paste,
-    ownName,
-    h("button", { type: "submit", class: "conch-button", text: "Add" }),
-  );
-
-  /** A name of your own for an outside agent, asked for in its row. @param {any} agent */
-  function renameForm(agent) {
-    const input = /** @type {HTMLInputElement} */ (
-      h("input", { name: "rename", value: agent.name, maxlength: 40, "aria-label": `New name for ${agent.name}` })
-    );
-    const form = h(
-      "form",
-      { class: "conch-inline", hidden: true, onsubmit: (/** @type {Event} */ e) => {
-        e.preventDefault();
-        source.act({ type: "outside.rename", id: agent.id, name: input.value.trim() });
-      } },
-      input,
-      h("button", { type: "submit", class: "conch-button", text: "Save" }),
-    );
-    const open = h("button", {
-      type: "button",
-      class: "conch-button conch-quiet",
-      text: "Rename",
-      onclick: () => {
-        form.hidden = false;
-        input.focus();
-      },
-    });
-    return { form, open };
-  }
-  const repair = h("button", {
-    type: "button",
-    class: "conch-button conch-quiet",
-    text: "Repair everything",
-    onclick: () => source.act({ type: "outside.repair" }),
-  });
+  // Outside agents (settings-outside.js).
+  const outside = outsideSection(source, lists.outside);
   panels.outside.append(
     h("p", { class: "conch-muted", text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words." }),
     notes.outside,
     problems.outside,
     lists.outside,
-    h("div", { class: "conch-actions" }, repair),
-    outsideForm,
+    h("div", { class: "conch-actions" }, outside.repair),
+    outside.form,
   );
 
   // Agents that can talk to yours.
@@ -307,42 +232,6 @@ export function settingsView(source, el) {
       ...agents.map((agent) =>
         h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name })),
       ),
-    );
-  }
-
-  function drawOutside() {
-    /** @type {any[] | null} */
-    const rows = source.state.get("outside");
-    const off = rows === null;
-    outsideForm.hidden = off;
-    repair.hidden = off || !rows.length;
-    lists.outside.replaceChildren(
-      ...(rows || []).map((agent) => {
-        const rename = renameForm(agent);
-        return h(
-          "li",
-          { class: "conch-row" },
-          disc(agent.name, agent.name.slice(0, 1).toUpperCase(), true),
-          h(
-            "div",
-            { class: "conch-row-main" },
-            h("strong", { text: agent.name }),
-            h("code", { class: "conch-small", text: agent.address }),
-            agent.claim && h("span", { class: "conch-claim", text: `It says it's run by ${agent.claim}` }),
-            h("span", { class: "conch-small", text: agent.has_key ? "Key kept, sealed" : "No key" }),
-            agent.clashes_with &&
-              h("span", { class: "conch-row-problem", text: `Its name clashes with your agent “${agent.clashes_with}”: a mention goes to your agent. Rename it.` }),
-            agent.last_problem && h("span", { class: "conch-row-problem", text: `Last problem: ${agent.last_problem}` }),
-            rename.form,
-          ),
-          h(
-            "div",
-            { class: "conch-row-actions" },
-            rename.open,
-            confirmButton("Remove", `Remove ${agent.name}?`, () => source.act({ type: "outside.remove", id: agent.id })),
-          ),
-        );
-      }),
     );
   }
 
@@ -443,16 +332,16 @@ export function settingsView(source, el) {
     });
     root.classList.toggle("is-working", Boolean(working));
     drawAgents();
-    drawOutside();
+    outside.draw();
     drawPairings();
   }
 
   /** @param {any} message */
   function onMessage(message) {
     if (message?.type === "pairing.created") showOnce(message);
+    outside.onMessage(message);
     if (message?.type === "done" && message.ok) {
       if (message.action === "agent.save") form.close();
-      if (message.action === "outside.add") paste.value = ownName.value = "";
       if (message.action === "pairing.add") {
         remote.checked = false;
         for (const box of choices.querySelectorAll("input")) /** @type {HTMLInputElement} */ (box).checked = false;

@@ -23,8 +23,9 @@ import { and, foldedWords, initials } from "./words.js";
 /**
  * @typedef {{[key: string]: any}} Item
  * @typedef {{id: string, name: string}} Named
- * @typedef {{agents?: Named[], outside?: Named[]}} Roster
- * @typedef {{name: string, outside: boolean}} Mention
+ * @typedef {{id: string, name: string, clashes_with?: string | null}} NamedOutside
+ * @typedef {{agents?: Named[], outside?: NamedOutside[]}} Roster
+ * @typedef {import("./mentions.js").Mention} Mention
  */
 
 // At one instant, a round's start sorts after the message that began it and its end after its
@@ -41,6 +42,8 @@ export class Names {
     this.outside = new Map();
     /** @type {Map<string, string>} names messages carried */
     this.heard = new Map();
+    /** @type {Map<string, string>} an outside agent's id -> the agent of yours it clashes with */
+    this.clashing = new Map();
   }
 
   /** @param {Roster | undefined} roster */
@@ -48,6 +51,8 @@ export class Names {
     if (!roster) return;
     this.ours = new Map((roster.agents || []).map((a) => [a.id, a.name]));
     this.outside = new Map((roster.outside || []).map((a) => [a.id, a.name]));
+    this.clashing = new Map();
+    for (const a of roster.outside || []) if (a.clashes_with) this.clashing.set(a.id, a.clashes_with);
   }
 
   /** @param {string} id */
@@ -55,11 +60,15 @@ export class Names {
     return this.ours.get(id) || this.outside.get(id) || this.heard.get(id) || id;
   }
 
-  /** What typing @ offers: your agents, then outside agents. @returns {Mention[]} */
+  /**
+   * Whom typing @ may offer: your agents, then outside agents, each outside agent with the agent
+   * of yours its name clashes with, if any (mentions.js holds such ones back).
+   * @returns {Mention[]}
+   */
   mentions() {
     return [
       ...[...this.ours.values()].map((name) => ({ name, outside: false })),
-      ...[...this.outside.values()].map((name) => ({ name, outside: true })),
+      ...[...this.outside].map(([id, name]) => ({ name, outside: true, clashes_with: this.clashing.get(id) ?? null })),
     ];
   }
 }

@@ -531,6 +531,54 @@ def test_the_mention_picker_by_keyboard_and_mouse(page: Page) -> None:
     expect(page.locator(".conch-mentions")).to_be_hidden()
 
 
+def test_the_picker_never_offers_two_entries_alike_and_yours_wins(page: Page) -> None:
+    """Issue 16: outside agents whose names read as one of yours (by the server's key, or the
+    roster's clashes_with for a look-alike) are held back, and the picker says so."""
+    chat = Chat(
+        outside={
+            "w2": "ＷＲＩＴＥＲ",  # full width: the same key as your Writer
+            "rp": "Researcher please",  # starts with your Researcher
+            "rc": "Reseаrcher",  # a Cyrillic а: the server's confusables see it
+            "helper": "Helper",
+            "helper-2": "he​lper",  # a zero-width space: the same key as Helper
+        }
+    )
+    chat.state.names.clashing = {"rc": "Researcher", "rp": "Researcher", "w2": "Writer"}
+    mount(page, chat.traits())
+    box = page.locator(".conch-input")
+    names = page.locator(".conch-mention .conch-mention-name")
+    held = page.locator(".conch-mention-held")
+    box.click()
+    box.type("@")
+    expect(names).to_have_text(["Researcher", "Writer", "Data Bot", "Helper"])
+    expect(page.locator(".conch-mention .conch-mention-tag")).to_have_text(["outside"])
+    expect(held).to_have_text(
+        "Not offered here: outside agents whose names clash with your “Researcher” and "
+        "“Writer”. Rename them in Settings → Outside agents."
+    )
+    page.locator(".conch-chat").screenshot(path=screenshot_path("harness-mentions-held"))
+    box.type("researcher p")
+    expect(page.locator(".conch-mention")).to_have_count(0)
+    expect(held).to_contain_text("your “Researcher”")
+    box.press("Enter")  # nothing to choose: Enter sends what was typed, to your Researcher
+    assert sent(page) == [{"type": "send", "text": "@researcher p"}]
+    box.type("@ｗ")  # full width typed: matches by key
+    expect(names).to_have_text(["Writer"])
+    box.press("Escape")
+    expect(page.locator(".conch-mentions")).to_be_hidden()
+
+
+def test_names_that_arrive_while_the_picker_is_open_are_offered_at_once(page: Page) -> None:
+    chat = Chat()
+    mount(page, {**chat.traits(), "mentions": []})  # the chat's snapshot has not come yet
+    box = page.locator(".conch-input")
+    box.click()
+    box.type("@W")
+    expect(page.locator(".conch-mentions")).to_be_hidden()
+    update(page, {"mentions": chat.state.names.mentions()})
+    expect(page.locator(".conch-mention .conch-mention-name")).to_have_text(["Writer"])
+
+
 def test_sending_while_a_round_runs_says_it_ends_the_round(page: Page) -> None:
     mount(page, two_agent_round().traits())
     expect(page.locator(".conch-hint")).to_have_text("Sending now ends the round.")
@@ -676,29 +724,19 @@ def test_settings_outside_agents_and_a_server_without_them(page: Page) -> None:
         "id": "helper",
         "name": "Helper",
         "address": "https://helper.example/a2a",
-        "claim": "Example Org",
+        "claim": "It says it's run by Example Org.",
         "has_key": True,
         "last_problem": "It did not answer in time.",
     }
     mount(page, settings(section="outside", outside=[helper]))
     row = page.locator(".conch-panel:visible .conch-row")
-    expect(row.locator(".conch-claim")).to_have_text("It says it's run by Example Org")
+    expect(row.locator(".conch-claim")).to_have_text("It says it's run by Example Org.")
     problem = row.locator(".conch-row-problem")
     expect(problem).to_have_text("Last problem: It did not answer in time.")
     page.locator(".conch-paste").fill("https://other.example/ key abc")
     page.get_by_role("button", name="Add", exact=True).click()
-    assert sent(page)[-1] == {"type": "outside.add", "paste": "https://other.example/ key abc"}
-    page.locator(".conch-own-name").fill("Other Desk")  # a name of your own
-    page.get_by_role("button", name="Add", exact=True).click()
-    assert sent(page)[-1]["name"] == "Other Desk"
-    row.get_by_role("button", name="Rename").click()
-    row.get_by_label("New name for Helper").fill("Help Desk")
-    row.get_by_role("button", name="Save").click()
-    assert sent(page)[-1] == {"type": "outside.rename", "id": "helper", "name": "Help Desk"}
-    update(page, {"outside": [{**helper, "clashes_with": "Writer"}]})
-    expect(row.locator(".conch-row-problem").first).to_contain_text(
-        "Its name clashes with your agent “Writer”"
-    )
+    added = {"type": "outside.add", "paste": "https://other.example/ key abc", "name": None}
+    assert sent(page)[-1] == added
     page.get_by_role("button", name="Repair everything").click()
     assert sent(page)[-1] == {"type": "outside.repair"}
     page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-outside"))
@@ -707,6 +745,79 @@ def test_settings_outside_agents_and_a_server_without_them(page: Page) -> None:
     expect(page.locator(".conch-panel:visible")).to_contain_text(words)
     expect(page.locator(".conch-paste")).to_be_hidden()
     expect(page.get_by_role("button", name="Repair everything")).to_be_hidden()
+
+
+def test_settings_outside_agents_ask_for_a_name_rename_and_say_a_clash(page: Page) -> None:
+    """Issue 16: a card whose name clashes is refused in words and a name is asked for; an
+    agent whose name clashes anyway says so on its row, and Rename gives it a name of its own."""
+    clashing = {
+        "id": "helper",
+        "name": "Researcher please",
+        "address": "https://helper.example/a2a",
+        "claim": None,
+        "has_key": False,
+        "last_problem": None,
+        "clashes_with": "Researcher",
+    }
+    mount(page, settings(section="outside", outside=[clashing]))
+    row = page.locator(".conch-panel:visible .conch-row")
+    expect(row.locator(".conch-clash")).to_have_text(
+        "Its name clashes with your agent “Researcher”: a mention of it goes to Researcher, "
+        "and it is sent nothing until you rename it."
+    )
+    # Adding a card that calls itself "Writer 2": refused in words, then named and added.
+    page.locator(".conch-paste").fill("https://writer.example/")
+    page.get_by_role("button", name="Add", exact=True).click()
+    assert sent(page)[-1] == {
+        "type": "outside.add",
+        "paste": "https://writer.example/",
+        "name": None,
+    }
+    words = (
+        "The card calls this agent “Writer 2”, which starts with the name of your agent "
+        "“Writer”: a mention must say whom it means, so add it again with a name of its own."
+    )
+    update(page, {"problem": {"outside": words}})
+    page.evaluate(
+        "window.model.emit('msg:custom', "
+        "{type: 'done', action: 'outside.add', ok: false, code: 'name_taken'})"
+    )
+    expect(page.locator(".conch-panel:visible [role=alert]")).to_have_text(words)
+    name = page.get_by_label("Name (if not the card's)")
+    expect(name).to_be_focused()
+    expect(page.locator(".conch-ask-name")).to_be_visible()
+    page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-name-asked"))
+    name.fill("Scribe")
+    name.press("Enter")
+    assert [m["type"] for m in sent(page)].count("outside.add") == 2  # Enter sends it once
+    assert sent(page)[-1] == {
+        "type": "outside.add",
+        "paste": "https://writer.example/",
+        "name": "Scribe",
+    }
+    page.evaluate(
+        "window.model.emit('msg:custom', {type: 'done', action: 'outside.add', ok: true})"
+    )
+    expect(page.locator(".conch-paste")).to_have_value("")
+    expect(name).to_have_value("")
+    expect(page.locator(".conch-ask-name")).to_be_hidden()
+    # Renaming: the editor keeps what is typed across a redraw, and closes once it is done.
+    row.get_by_role("button", name="Rename Researcher please").click()
+    editor = row.get_by_label("New name for Researcher please")
+    expect(editor).to_be_focused()
+    editor.fill("Field Scout")
+    update(page, {"working": "refresh"})  # a redraw while typing
+    expect(editor).to_have_value("Field Scout")
+    row.get_by_role("button", name="Save").click()
+    assert sent(page)[-1] == {"type": "outside.rename", "id": "helper", "name": "Field Scout"}
+    renamed = {**clashing, "name": "Field Scout", "clashes_with": None}
+    update(page, {"outside": [renamed], "working": ""})
+    page.evaluate(
+        "window.model.emit('msg:custom', {type: 'done', action: 'outside.rename', ok: true})"
+    )
+    expect(row.locator("strong")).to_have_text("Field Scout")
+    expect(row.locator(".conch-clash")).to_have_count(0)
+    expect(row.get_by_role("button", name="Rename Field Scout")).to_be_visible()
 
 
 def test_settings_pairing_shows_the_key_once_with_copy(page: Page) -> None:

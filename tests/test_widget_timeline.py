@@ -191,7 +191,7 @@ def test_names_fall_back_to_what_messages_carried_then_to_ids() -> None:
     assert mentions == [
         {"name": "Researcher", "outside": False},
         {"name": "Writer", "outside": False},
-        {"name": "Helper", "outside": True},
+        {"name": "Helper", "outside": True, "clashes_with": None},
     ]
 
 

@@ -104,7 +104,8 @@ class SettingsWidget(KernelWidget):
             await work()
         except ConchClientError as error:
             self.problem = {**self.problem, section: error.message}
-            self.send({"type": "done", "action": name, "ok": False})
+            # The code lets the view ask for what is missing (a name, on `name_taken`).
+            self.send({"type": "done", "action": name, "ok": False, "code": error.code})
         else:
             self.send({"type": "done", "action": name, "ok": True, "words": done})
         finally:

@@ -37,6 +37,8 @@ class Names:
     ours: dict[str, str] = field(default_factory=dict)
     outside: dict[str, str] = field(default_factory=dict)
     heard: dict[str, str] = field(default_factory=dict)  # names messages carried
+    # An outside agent's id -> the agent of yours its name clashes with (the roster says so).
+    clashing: dict[str, str] = field(default_factory=dict)
 
     def name(self, agent_id: str) -> str:
         return (
@@ -47,9 +49,13 @@ class Names:
         )
 
     def mentions(self) -> list[Item]:
-        """What typing @ offers: your agents, then outside agents."""
+        """Whom typing @ may offer: your agents, then outside agents, each outside agent with
+        the agent of yours its name clashes with, if any (the picker holds such ones back)."""
         ours = [{"name": n, "outside": False} for n in self.ours.values()]
-        return ours + [{"name": n, "outside": True} for n in self.outside.values()]
+        return ours + [
+            {"name": n, "outside": True, "clashes_with": self.clashing.get(i)}
+            for i, n in self.outside.items()
+        ]
 
 
 @dataclass
@@ -78,7 +84,11 @@ class ChatState:
             roster = chat.get("roster")
             if roster is not None:  # who is who, carried by the snapshot
                 self.names.ours = {a["id"]: a["name"] for a in roster.get("agents", [])}
-                self.names.outside = {a["id"]: a["name"] for a in roster.get("outside", [])}
+                outside = roster.get("outside", [])
+                self.names.outside = {a["id"]: a["name"] for a in outside}
+                self.names.clashing = {
+                    a["id"]: a["clashes_with"] for a in outside if a.get("clashes_with")
+                }
             self.live = {
                 str(r["reply"]): {"agent": r.get("agent"), "text": str(r.get("text", ""))}
                 for r in chat.get("streaming", [])
