@@ -21,6 +21,19 @@ ARGS = [
 ]
 
 
+# Playwright's sync API keeps its own event loop running in the test's thread, and the browser
+# tests start no server in it (a child process, or none): pytest-jupyter's autouse loop and
+# clean-up must stay out of the way. A browser test module imports these two to say so.
+@pytest.fixture
+def jp_asyncio_loop() -> None:
+    return None
+
+
+@pytest.fixture
+def jp_server_cleanup() -> None:
+    return None
+
+
 def need_chromium() -> None:
     if not CHROMIUM.exists():
         pytest.skip(

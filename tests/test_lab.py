@@ -16,24 +16,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from .browser import chromium, need_chromium, screenshot_path
+from .browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
 from .lab import Lab, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 DEMO = Path(__file__).resolve().parent.parent / "notebooks" / "demo.ipynb"
-
-
-# Playwright's sync API keeps its own event loop running in this thread, and these tests start
-# their server in a child process: pytest-jupyter's autouse loop and clean-up stay out of it.
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from .browser import chromium, need_chromium, screenshot_path
+from .browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
 from .lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -26,16 +32,6 @@ KERNEL_STATUS = (
 )
 KERNEL_ID = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id"
 ROUND = "%conch @Researcher find options, @Writer draft it. Take turns."
-
-
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
 
 
 @pytest.fixture(scope="module")

@@ -17,22 +17,18 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from .a2a_peers import Peer
-from .browser import chromium, need_chromium, screenshot_path
+from .browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
 from .lab import Lab, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 LOOKALIKE = "Rese\u0430rcher"  # a Cyrillic а: the key differs from Researcher, the look does not
-
-
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
 
 
 @pytest.fixture(scope="module")

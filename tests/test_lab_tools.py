@@ -16,23 +16,19 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
-from .browser import chromium, need_chromium, screenshot_path
+from .browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
 from .lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 # The run sleeps a little, so the round card's working light can be seen saying so.
 CODE = 'import time\ntime.sleep(1.5)\nanswer = 6 * 7\nprint("answer is", answer)'
-
-
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
 
 
 @pytest.fixture(scope="module")

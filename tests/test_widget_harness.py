@@ -28,7 +28,12 @@ from conch_jupyter.rounds import ROUND_END_WORDS, end_words
 from conch_jupyter.talk import turn_note
 from conch_jupyter.widget.timeline import ChatState, build_items, live_item
 
-from .browser import chromium, screenshot_path
+from .browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    screenshot_path,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
@@ -127,18 +132,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
-
-
-# These tests start no Jupyter server, and Playwright's sync API keeps its own event loop
-# running in this thread: pytest-jupyter's autouse loop and clean-up must stay out of the way.
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
 
 
 @pytest.fixture(scope="module")
