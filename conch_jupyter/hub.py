@@ -28,6 +28,7 @@ class Hub:
         self._followers: dict[str, set[asyncio.Queue[Item | None]]] = defaultdict(set)
         # conversation id -> reply id -> (agent id, the chunks so far): replies still streaming.
         self._streaming: dict[str, dict[str, tuple[str, list[str]]]] = defaultdict(dict)
+        self._closed = False
 
     def publish(self, conversation_id: str, item: Item) -> None:
         self._remember(conversation_id, item)
@@ -81,6 +82,10 @@ class Hub:
     async def follow(self, conversation_id: str) -> AsyncIterator[asyncio.Queue[Item | None]]:
         """A queue of items for one follower; None in it means the follower was dropped."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue(FOLLOWER_QUEUE_LIMIT)
+        if self._closed:
+            # Followed after the server began to go away (a stream that reconnected on a
+            # connection still open): nothing more will come, so it ends at once.
+            queue.put_nowait(None)
         self._followers[conversation_id].add(queue)
         try:
             yield queue
@@ -93,6 +98,7 @@ class Hub:
 
     def close(self) -> None:
         """Tell every follower the server is going away."""
+        self._closed = True
         for followers in self._followers.values():
             for queue in followers:
                 if queue.full():

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from .rows import DoorTask
 from .store_db import from_row, guard, insert
-from .store_writer import Pending, Writer
+from .store_writer import Pending, StoreClosed, Writer
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
@@ -50,6 +50,8 @@ class StoreRows:
     _clock: Callable[[], float]
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        if self._writer.closed:  # the reader closes with it; say so rather than sqlite3's words
+            raise StoreClosed(self.path)
         with guard(self.path, "read"):
             return [dict(row) for row in self._db.execute(sql, args).fetchall()]
 

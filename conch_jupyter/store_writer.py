@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from .files import StoreError
 from .store_db import guard, rollback
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,13 @@ _BATCH_MAX = 256
 class _Job(Generic[_T]):
     change: Callable[[sqlite3.Connection], _T]
     done: concurrent.futures.Future[_T]
+
+
+class StoreClosed(StoreError):
+    """The store was closed (the server is shutting down): asked of it after, it says so."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"The chat store {path} is closed: the server is shutting down.", path)
 
 
 class _BatchBroken(Exception):
@@ -74,6 +82,10 @@ class Writer:
         """Make one change and wait for it, blocking: for start-up, before the server serves."""
         return self._put(change).result()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -86,7 +98,7 @@ class Writer:
         done: concurrent.futures.Future[_T] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
-                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                raise StoreClosed(self.path)
             self._jobs.put(_Job(change, done))
         return done
 

@@ -17,6 +17,7 @@ import pytest
 
 from conch_jupyter.files import StoreError
 from conch_jupyter.store import NotFound, Store
+from conch_jupyter.store_writer import StoreClosed
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ async def test_closing_makes_what_is_queued_then_refuses_more(tmp_path: Path) ->
     await asyncio.sleep(0)  # each has been queued
     store.close()
     await asyncio.gather(*queued)
-    with pytest.raises(sqlite3.ProgrammingError):
+    with pytest.raises(StoreClosed, match="is closed: the server is shutting down"):
         await store.add_message(chat.id, "user", "too late")
     with Store(path, time.time) as again:
         assert len(again.messages(chat.id)) == 20

@@ -25,6 +25,7 @@ from ..errors import ConchError
 from ..files import StoreError
 from ..service import ChatNotFound
 from ..store import NotFound
+from ..store_writer import StoreClosed
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -154,6 +155,9 @@ class ConchHandler(APIHandler):
         elif isinstance(error, AgentError):
             status_code = AGENT_ERROR_STATUS.get(error.code, 400)
             code, message = error.code, error.message
+        elif isinstance(error, StoreClosed):
+            status_code, code = 503, "shutting_down"
+            message = "Conch has stopped: the Jupyter server is shutting down."
         elif isinstance(error, StoreError):
             status_code, code, message = 503, "storage", str(error)
         elif isinstance(error, web.HTTPError):
