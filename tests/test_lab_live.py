@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -77,11 +77,16 @@ def cookie_auth_only(page: Page) -> None:
     )
 
 
-def stop_and_time_the_fold(page: Page, card: Any) -> float:
+def stop_ends_it_at_once(card: Any, said: str) -> None:
+    """Click the card's Stop; the round ends at once and the card folds (a 0.24 s motion)
+    within a second of it, saying why."""
     started = time.monotonic()
     card.get_by_role("button", name="Stop").click()
     expect(card).to_have_attribute("data-state", "folded", timeout=5_000)
-    return time.monotonic() - started
+    seconds = time.monotonic() - started
+    print(f"{said}: {seconds:.2f} s")
+    assert seconds < 1.5, f"the card folded {seconds:.2f} s after Stop"
+    expect(card.locator(".conch-round-folded")).to_contain_text("ended: you stopped it")
 
 
 def busy_kernel_scenario(page: Page, name: str) -> None:
@@ -101,11 +106,7 @@ def busy_kernel_scenario(page: Page, name: str) -> None:
         timeout=10_000,
     )
     chat.screenshot(path=screenshot_path(f"{name}-busy-kernel-live"))
-    seconds = stop_and_time_the_fold(page, card)
-    print(f"{name}: Stop to folded card, kernel busy: {seconds:.2f} s")
-    # Stop ends the round at once; the card folds (a 0.24 s motion) within a second of it.
-    assert seconds < 1.5, f"the card folded {seconds:.2f} s after Stop"
-    expect(card.locator(".conch-round-folded")).to_contain_text("ended: you stopped it")
+    stop_ends_it_at_once(card, f"{name}: Stop to folded card, kernel busy")
     # Writing works while the kernel is busy too: the message goes, a new round answers.
     box = chat.locator(".conch-input")
     box.fill("@Writer one line, please")
@@ -120,32 +121,44 @@ def busy_kernel_scenario(page: Page, name: str) -> None:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
 
 
+def in_a_page(
+    browser: Browser,
+    lab: Lab,
+    address: str,
+    dark: bool,
+    scenario: Callable[[Page], None],
+    ignore: tuple[str, ...] = (),
+) -> None:
+    """Open a notebook (under lab.url), theme it, run all its cells, play the scenario, and
+    check the page logged no console error (but JupyterLab's own, named in ignore)."""
+    page = open_notebook(browser, f"{lab.url}{address}?token={lab.token}")
+    console = Console(page, ignore=ignore)
+    set_theme(page, dark)
+    run_all(page)
+    scenario(page)
+    set_theme(page, False)  # the theme is a stored setting: the next page starts light
+    assert console.errors == []
+    page.context.close()
+
+
+def in_jupyterlab(name: str) -> str:
+    return f"lab/workspaces/{name}/tree/{name}.ipynb"
+
+
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_jupyterlab_round_card_stream_and_stop_work_while_the_kernel_is_busy(
     browser: Browser, lab: Lab, dark: bool
 ) -> None:
-    name = "busy-dark" if dark else "busy-light"
-    page = open_notebook(
-        browser, f"{lab.url}lab/workspaces/{name}/tree/{name}.ipynb?token={lab.token}"
-    )
-    console = Console(page)
-    set_theme(page, dark)
-    run_all(page)
-    busy_kernel_scenario(page, "lab-dark" if dark else "lab-light")
-    set_theme(page, False)
-    assert console.errors == []
-    page.context.close()
+    name, shown = ("busy-dark", "lab-dark") if dark else ("busy-light", "lab-light")
+    in_a_page(browser, lab, in_jupyterlab(name), dark, lambda p: busy_kernel_scenario(p, shown))
 
 
 def test_notebook_7_round_card_stream_and_stop_work_while_the_kernel_is_busy(
     browser: Browser, lab: Lab
 ) -> None:
-    page = open_notebook(browser, f"{lab.url}notebooks/busy7.ipynb?token={lab.token}")
-    console = Console(page)
-    run_all(page)
-    busy_kernel_scenario(page, "notebook7")
-    assert console.errors == []
-    page.context.close()
+    in_a_page(
+        browser, lab, "notebooks/busy7.ipynb", False, lambda p: busy_kernel_scenario(p, "notebook7")
+    )
 
 
 def dead_kernel_scenario(page: Page, lab: Lab, name: str) -> None:
@@ -179,10 +192,7 @@ def dead_kernel_scenario(page: Page, lab: Lab, name: str) -> None:
     streaming = chat.locator(".conch-msg.is-streaming .conch-streaming-text")
     expect(streaming).not_to_be_empty(timeout=30_000)
     chat.screenshot(path=screenshot_path(f"{name}-kernel-gone-live"))
-    seconds = stop_and_time_the_fold(page, second)
-    print(f"{name}: Stop to folded card, kernel shut down: {seconds:.2f} s")
-    assert seconds < 1.5, f"the card folded {seconds:.2f} s after Stop"
-    expect(second.locator(".conch-round-folded")).to_contain_text("ended: you stopped it")
+    stop_ends_it_at_once(second, f"{name}: Stop to folded card, kernel shut down")
     chat.screenshot(path=screenshot_path(f"{name}-kernel-gone"))
 
 
@@ -190,30 +200,21 @@ def dead_kernel_scenario(page: Page, lab: Lab, name: str) -> None:
 def test_jupyterlab_chat_streams_takes_words_and_stops_after_a_restart_and_a_shutdown(
     browser: Browser, lab: Lab, dark: bool
 ) -> None:
-    name = "gone-dark" if dark else "gone-light"
-    page = open_notebook(
-        browser, f"{lab.url}lab/workspaces/{name}/tree/{name}.ipynb?token={lab.token}"
-    )
-    console = Console(page, ignore=JUPYTERLAB_ON_SHUTDOWN)
-    set_theme(page, dark)
-    run_all(page)
-    dead_kernel_scenario(page, lab, "lab-dark" if dark else "lab-light")
-    set_theme(page, False)
-    assert console.errors == []
-    page.context.close()
+    name, shown = ("gone-dark", "lab-dark") if dark else ("gone-light", "lab-light")
+
+    def scenario(page: Page) -> None:
+        dead_kernel_scenario(page, lab, shown)
+
+    in_a_page(browser, lab, in_jupyterlab(name), dark, scenario, JUPYTERLAB_ON_SHUTDOWN)
 
 
 def test_notebook_7_chat_streams_takes_words_and_stops_after_a_restart_and_a_shutdown(
     browser: Browser, lab: Lab
 ) -> None:
-    page = open_notebook(browser, f"{lab.url}notebooks/gone7.ipynb?token={lab.token}")
-    console = Console(page, ignore=JUPYTERLAB_ON_SHUTDOWN)
-    set_theme(page, True)
-    run_all(page)
-    dead_kernel_scenario(page, lab, "notebook7-dark")
-    set_theme(page, False)
-    assert console.errors == []
-    page.context.close()
+    def scenario(page: Page) -> None:
+        dead_kernel_scenario(page, lab, "notebook7-dark")
+
+    in_a_page(browser, lab, "notebooks/gone7.ipynb", True, scenario, JUPYTERLAB_ON_SHUTDOWN)
 
 
 def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
