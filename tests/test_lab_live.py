@@ -1,8 +1,8 @@
 """The chat stays live while the kernel is busy, restarted or gone (issue 12), in a real
 JupyterLab 4 and Notebook 7 under an awkward base_url (/user/a%40b/), light and dark.
 
-The view talks to the Jupyter server itself with the page's own auth: a cell that sleeps for a
-minute does not hold up the round card, the streaming reply or Stop, and after the kernel is
+The view talks to the Jupyter server itself with the page's own auth: a cell that sleeps for
+minutes does not hold up the round card, the streaming reply or Stop, and after the kernel is
 restarted or shut down the chat keeps streaming, can still be written in, and Stop still ends a
 round at once. No console errors.
 """
@@ -42,10 +42,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("lab-live")
     work = root / "work"
     work.mkdir()
-    busy = notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(60)")
+    busy = notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(600)")
     for name in ("busy-light", "busy-dark", "busy7"):
         (work / f"{name}.ipynb").write_text(busy)
-    sleeping = "import time\ntime.sleep(60)"
+    sleeping = "import time\ntime.sleep(600)"
     (work / "settings.ipynb").write_text(
         notebook("%load_ext conch_jupyter", "%conch pairings", sleeping)
     )
