@@ -89,13 +89,31 @@ def stop_ends_it_at_once(card: Any, said: str) -> None:
     expect(card.locator(".conch-round-folded")).to_contain_text("ended: you stopped it")
 
 
-def busy_kernel_scenario(page: Page, name: str) -> None:
+def kernel_state(lab: Lab, notebook: str) -> str:
+    """What the server says of the notebook's kernel (`execution_state`), not what a page shows:
+    the page's own status lags or goes blank while it redraws, the server's is the kernel's."""
+    with lab.client() as http:
+        sessions = http.get(f"{lab.url}api/sessions").json()
+        for session in sessions:
+            if session["path"].endswith(notebook):
+                return str(session["kernel"]["execution_state"])
+    return f"no session for {notebook} among {[s['path'] for s in sessions]}"
+
+
+def until_kernel(lab: Lab, notebook: str, state: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while (now := kernel_state(lab, notebook)) != state:
+        assert time.monotonic() < deadline, f"{notebook}'s kernel is {now!r}, not {state!r}"
+        time.sleep(0.2)
+
+
+def busy_kernel_scenario(page: Page, lab: Lab, notebook: str, name: str) -> None:
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
     card = chat.locator(".conch-round").first
     expect(card).to_have_attribute("data-state", "live", timeout=60_000)
     # The sleeping cell holds the kernel: everything below happens without it.
-    page.wait_for_function(f"({KERNEL_STATUS})() === 'busy'", timeout=30_000)
+    until_kernel(lab, notebook, "busy")
     streaming = chat.locator(".conch-msg.is-streaming .conch-streaming-text")
     expect(streaming).not_to_be_empty(timeout=30_000)
     before = len(streaming.text_content() or "")
@@ -116,7 +134,7 @@ def busy_kernel_scenario(page: Page, name: str) -> None:
         "data-state", "folded", timeout=60_000
     )
     expect(chat.locator(".conch-agent").last.locator(".conch-who")).to_have_text("Writer")
-    assert page.evaluate(KERNEL_STATUS) == "busy"  # all of it while the cell still ran
+    assert kernel_state(lab, notebook) == "busy"  # all of it while the cell still ran
     chat.screenshot(path=screenshot_path(f"{name}-busy-kernel-after"))
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
 
@@ -150,14 +168,24 @@ def test_jupyterlab_round_card_stream_and_stop_work_while_the_kernel_is_busy(
     browser: Browser, lab: Lab, dark: bool
 ) -> None:
     name, shown = ("busy-dark", "lab-dark") if dark else ("busy-light", "lab-light")
-    in_a_page(browser, lab, in_jupyterlab(name), dark, lambda p: busy_kernel_scenario(p, shown))
+    in_a_page(
+        browser,
+        lab,
+        in_jupyterlab(name),
+        dark,
+        lambda p: busy_kernel_scenario(p, lab, f"{name}.ipynb", shown),
+    )
 
 
 def test_notebook_7_round_card_stream_and_stop_work_while_the_kernel_is_busy(
     browser: Browser, lab: Lab
 ) -> None:
     in_a_page(
-        browser, lab, "notebooks/busy7.ipynb", False, lambda p: busy_kernel_scenario(p, "notebook7")
+        browser,
+        lab,
+        "notebooks/busy7.ipynb",
+        False,
+        lambda p: busy_kernel_scenario(p, lab, "busy7.ipynb", "notebook7"),
     )
 
 
@@ -295,7 +323,7 @@ def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
     run_all(page)
     settings = page.locator(".conch-settings").first
     expect(settings).to_be_visible(timeout=60_000)
-    page.wait_for_function(f"({KERNEL_STATUS})() === 'busy'", timeout=30_000)
+    until_kernel(lab, "settings.ipynb", "busy")
     panel = settings.locator(".conch-panel:visible")
     expect(panel.get_by_role("button", name="Pair", exact=True)).to_be_visible()
     # Pair Writer: the key is shown once, here, and the pairing is listed.
@@ -323,7 +351,7 @@ def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
         pairings = http.get(f"{lab.url}conch/api/pairings").json()["pairings"]
     assert writer["persona"] == "Writes it down, briefly."
     assert [p["agents"] for p in pairings] == [["writer"]]
-    assert page.evaluate(KERNEL_STATUS) == "busy"  # all of it while the cell still ran
+    assert kernel_state(lab, "settings.ipynb") == "busy"  # all of it while the cell still ran
     settings.screenshot(path=screenshot_path("lab-settings-busy-kernel"))
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
     assert console.errors == []
