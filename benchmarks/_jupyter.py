@@ -24,8 +24,10 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # the test doubles live with the tests
+# The test doubles live with the tests. First on the path, even when the editable install has
+# put the checkout there already: a dependency (confusables) ships a top-level `tests` package.
+if sys.path[:1] != [str(REPO)]:
+    sys.path.insert(0, str(REPO))
 
 from tests.jupyter_process import JupyterProcess  # noqa: E402
 
