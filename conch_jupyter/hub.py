@@ -32,6 +32,17 @@ class Hub:
 
     def publish(self, conversation_id: str, item: Item) -> None:
         self._remember(conversation_id, item)
+        self._send(conversation_id, item)
+
+    def delta(self, conversation_id: str, reply_id: str, agent_id: str, text: str) -> None:
+        """A piece of a reply as it streams: kept for the next snapshot, and sent to the chat's
+        followers. The hot path of every reply, so the item is only made for a follower."""
+        self._keep(conversation_id, reply_id, agent_id, text)
+        if conversation_id in self._followers:
+            item = {"type": "delta", "reply": reply_id, "agent": agent_id, "text": text}
+            self._send(conversation_id, item)
+
+    def _send(self, conversation_id: str, item: Item) -> None:
         for queue in list(self._followers.get(conversation_id, ())):
             try:
                 queue.put_nowait(item)
@@ -43,6 +54,11 @@ class Hub:
 
     def message(self, message: Message, name: str | None = None) -> None:
         """A stored message, to its chat's followers (`name`: the speaker's display name)."""
+        if message.conversation_id not in self._followers:
+            # Nobody to send it to: only what publishing it would remember (a reply stored
+            # under its reply id no longer streams), without making the item.
+            self._forget(message.conversation_id, message.id)
+            return
         data = message.to_json()
         if name is not None:
             data["name"] = name
@@ -60,13 +76,19 @@ class Hub:
     def _remember(self, conversation_id: str, item: Item) -> None:
         kind = item.get("type")
         if kind == "delta":
-            live = self._streaming[conversation_id]
-            _agent, parts = live.setdefault(str(item["reply"]), (str(item.get("agent")), []))
-            parts.append(str(item.get("text", "")))
+            reply, agent = str(item["reply"]), str(item.get("agent"))
+            self._keep(conversation_id, reply, agent, str(item.get("text", "")))
         elif kind == "message":  # a reply is stored under its reply id once it settles
             self._forget(conversation_id, str(item["message"]["id"]))
         elif kind == "round" and item.get("round") is None:  # the round (or lone reply) ended
             self._streaming.pop(conversation_id, None)
+
+    def _keep(self, conversation_id: str, reply_id: str, agent_id: str, text: str) -> None:
+        live = self._streaming[conversation_id]
+        kept = live.get(reply_id)
+        if kept is None:
+            kept = live[reply_id] = (agent_id, [])
+        kept[1].append(text)
 
     def _forget(self, conversation_id: str, reply_id: str) -> None:
         live = self._streaming.get(conversation_id)

@@ -3,7 +3,8 @@
 Owns the default agents' answers when no model is configured, so Conch can be tried (and its
 rounds, Stop button and hand-ons demonstrated) anywhere. A reply is a pure function of the
 request — same request, same reply — and says plainly that no model was asked. It streams word
-by word with a small delay so a person can watch it arrive and press Stop.
+by word with a small delay so a person can watch it arrive and press Stop (line by line when the
+delay is 0, as in tests and benchmarks).
 
 It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
 asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
@@ -29,6 +30,8 @@ TAKE_TURNS = re.compile(
 )
 # Pieces of a reply in the same order as the source, so "".join(pieces) is the reply.
 _WORDS = re.compile(r"\s*\S+|\s+$")
+# The same by lines: a line with the blank lines before it and its own end.
+_LINES = re.compile(r"\s*[^\n]+\n?|\s+$")
 
 OPENERS = (
     "Here is a first pass:",
@@ -71,7 +74,10 @@ class OfflineProvider:
         text = offline_tool_reply(request) if request.steps else offline_reply(request)
         if call is not None:
             text = f"{LABEL}\n\n{call[1]}"
-        pieces = _WORDS.findall(text)
+        words = _WORDS.findall(text)
+        # With no delay nobody can watch the words arrive, and each piece costs the server a
+        # pass through the stream (the door's benchmark answers at once): a line at a time.
+        pieces = words if self.delay else _LINES.findall(text)
         for piece in pieces:
             # Sleep even when the delay is 0: it gives the loop a chance to deliver a Stop.
             await self._sleep(self.delay)
@@ -79,7 +85,7 @@ class OfflineProvider:
         if call is not None:
             yield call[0]
         asked = [request.system, *(t.text for t in request.turns)]
-        yield Usage(sum(len(part.split()) for part in asked), len(pieces))
+        yield Usage(sum(len(part.split()) for part in asked), len(words))
 
 
 # A fenced Python block in the user's message: the code the offline agent proposes to run.
