@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,6 +87,10 @@ class TurnInput:
     # Given the turn's metered cost so far, words when the tool loop must ask no more (the
     # round's $1, the chat's limit, the monthly budget); None to go on.
     spend_check: Callable[[float], str | None] | None = None
+    # What the caller stores once the reply has ended (not when the turn is cancelled): it
+    # queues its changes when called, right after the reply's, so one commit holds both (the
+    # door's task ends with its answer), and gives what to await for them.
+    ends_with: Callable[[Reply], Awaitable[object]] | None = None
 
 
 @dataclass
@@ -144,9 +148,9 @@ class Turns:
         except ProviderError as error:
             reply.failure = error.words
         except asyncio.CancelledError:
-            await self._settle(turn, request, reply)
+            await self._settle(turn, request, reply, cancelled=True)
             raise
-        await self._settle(turn, request, reply)
+        await self._settle(turn, request, reply, cancelled=False)
         return reply
 
     async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
@@ -163,8 +167,7 @@ class Turns:
             async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
                 if isinstance(item, TextDelta):
                     reply.parts.append(item.text)
-                    delta = {"reply": reply.id, "agent": turn.agent.id, "text": item.text}
-                    self.hub.publish(turn.conversation_id, {"type": "delta", **delta})
+                    self.hub.delta(turn.conversation_id, reply.id, turn.agent.id, item.text)
                 elif isinstance(item, ToolCall):
                     calls.append(item)
                 else:
@@ -190,9 +193,12 @@ class Turns:
             return False
         return turn.spend_check(turn.agent.price.cost(reply.usage)) is not None
 
-    async def _settle(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
+    async def _settle(
+        self, turn: TurnInput, request: ModelRequest, reply: Reply, *, cancelled: bool
+    ) -> None:
         """Keep what was said and bill it, however the turn ended: the reply (with the chat's
-        agent) and its spend are queued together, so one commit stores both."""
+        agent), its spend and what the caller ends the turn with (`ends_with`) are queued
+        together, so one commit stores them all."""
         kept = None
         if reply.said_something:
             kept = self.store.add_message(
@@ -219,6 +225,11 @@ class Turns:
             conversation_id=turn.conversation_id,
             payer=turn.payer,
         )
-        if kept is not None:
-            self.hub.message(await kept, turn.agent.name)
-        reply.cost = await spent
+        ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)
+        try:
+            if kept is not None:
+                self.hub.message(await kept, turn.agent.name)
+            reply.cost = await spent
+        finally:
+            if ended is not None:
+                await ended

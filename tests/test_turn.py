@@ -177,3 +177,55 @@ async def test_an_unpriced_agent_costs_nothing(room: Room, models: ScriptedModel
     reply = await room.turns.take(turn(room, writer), Reply())
     assert (reply.text, reply.cost) == ("Free words.", 0.0)
     assert room.store.spend_entries(room.chat) == []
+
+
+async def test_what_the_caller_ends_a_turn_with_shares_the_replys_commit(
+    room: Room, models: ScriptedModels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models.script(Scripted(chunks=["Old ", "pond"], usage=(3, 2)))
+    writer = on(models, room)
+    writer_thread = room.store._writer
+    batches: list[int] = []
+    commit = writer_thread._commit
+
+    def counted(batch: list[Any]) -> Any:
+        batches.append(len(batch))
+        return commit(batch)
+
+    monkeypatch.setattr(writer_thread, "_commit", counted)
+    seen: list[str] = []
+
+    def ends_with(reply: Reply) -> Any:
+        seen.append(reply.text)
+        return room.store.add_message(room.chat, "note", "The answer went out.")
+
+    reply = await room.turns.take(turn(room, writer, ends_with=ends_with), Reply())
+    assert seen == [reply.text] == ["Old pond"]
+    # The reply, its spend and the caller's note: queued together, one commit.
+    assert batches == [3]
+    assert [(m.role, m.text) for m in room.store.messages(room.chat)] == [
+        ("agent", "Old pond"),
+        ("note", "The answer went out."),
+    ]
+
+
+async def test_a_cancelled_turn_is_not_ended_by_the_caller_s_ending(
+    room: Room, models: ScriptedModels
+) -> None:
+    models.script(Scripted(chunks=[f"word{i} " for i in range(100)], delay_per_chunk=0.05))
+    writer = on(models, room)
+    seen: list[Reply] = []
+
+    def ends_with(reply: Reply) -> Any:
+        seen.append(reply)
+        return room.store.add_message(room.chat, "note", "ended")
+
+    reply = Reply()
+    task = asyncio.create_task(room.turns.take(turn(room, writer, ends_with=ends_with), reply))
+    while not reply.said_something:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == []  # the caller decides what a cancellation means (the door: CancelTask)
+    assert [m.role for m in room.store.messages(room.chat)] == ["agent"]

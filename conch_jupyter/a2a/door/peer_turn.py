@@ -20,7 +20,8 @@ from ...agents import Agent
 from ...deadlines import duration
 from ...history import HISTORY_MESSAGES, Said
 from ...hub import Hub
-from ...store import Conversation, Store
+from ...store import Conversation, Message, Store
+from ...store_writer import Pending
 from ...talk import clean_text
 from ...turn import Reply, TurnInput, Turns
 from .pairing import Pairing
@@ -90,10 +91,10 @@ class PeerTurn:
             room=(agent.name,),
             payer=pairing.id,
             seconds=self.seconds,
+            ends_with=self._ending,
         )
-        reply = Reply()
         try:
-            await self.turns.take(turn, reply)
+            await self.turns.take(turn, Reply())
         except asyncio.CancelledError:
             if self.running.ending == "canceled":
                 note = "The other agent canceled the answer."
@@ -101,39 +102,48 @@ class PeerTurn:
             elif self.running.ending is None:  # the server is stopping
                 await self._end("The server stopped during the answer.")
             raise
+
+    def _ending(self, reply: Reply) -> Pending[None]:
+        """How the task ends with this reply; queued with the reply itself (turn.py)."""
+        agent = self.agent
         if reply.timed_out:
-            await self._end(f"{agent.name} did not answer within {duration(self.seconds)}.")
-        elif reply.failure is not None:
+            return self._end(f"{agent.name} did not answer within {duration(self.seconds)}.")
+        if reply.failure is not None:
             # The details (addresses, statuses) are for the owner, not for the caller.
-            await self._end_task(
+            return self._end_task(
                 "TASK_STATE_FAILED",
                 note=f"{agent.name} could not answer: {reply.failure}",
                 words=f"{agent.name} could not answer just now.",
             )
-        elif reply.text.strip():
-            await self._end_task("TASK_STATE_COMPLETED", reply=reply.text)
-        else:
-            await self._end_task("TASK_STATE_FAILED", words=f"{agent.name} gave no answer.")
+        if reply.text.strip():
+            return self._end_task("TASK_STATE_COMPLETED", reply=reply.text)
+        return self._end_task("TASK_STATE_FAILED", words=f"{agent.name} gave no answer.")
 
-    async def _end(self, words: str) -> None:
-        await self._end_task(
+    def _end(self, words: str) -> Pending[None]:
+        return self._end_task(
             "TASK_STATE_FAILED", note=f"{words} The answer was stopped.", words=words
         )
 
-    async def _end_task(
+    def _end_task(
         self,
         state: str,
         *,
         note: str | None = None,
         reply: str | None = None,
         words: str | None = None,
-    ) -> None:
+    ) -> Pending[None]:
         """Conch's note for the chat's owner, after what was said (the turn kept that), and how
-        the task ended: queued together, so one commit stores both."""
+        the task ended: queued now, together, so one commit stores both; awaited, stored."""
         noted = None
         if note is not None:
             noted = self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
-        ended = self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
-        if noted is not None:
-            self.hub.message(await noted)
-        await ended
+        return self._stored(
+            noted, self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
+        )
+
+    async def _stored(self, noted: Pending[Message] | None, ended: Pending[None]) -> None:
+        try:
+            if noted is not None:
+                self.hub.message(await noted)
+        finally:
+            await ended
