@@ -12,6 +12,11 @@ A change is a function of the writer's connection, called on the writer thread; 
 anything else that is shared. `writer.change(fn)` queues it at once; awaiting what it returns
 gives the result once the change is committed (durable, as `synchronous=FULL` makes it), never
 before: a 202 still means stored.
+
+Thread hops are what a change costs beyond SQLite, so they are counted: the changes an event loop
+asks for in one step (a chat, its question and its task; a reply and its task's end) are handed
+to the writer together at the end of that step, so they share a commit and wake the writer once;
+and the callers of one commit are told with one wake-up of their loop.
 """
 
 from __future__ import annotations
@@ -38,12 +43,16 @@ _T = TypeVar("_T")
 Pending = Coroutine[Any, Any, _T]
 # Enough to make a burst one commit; a bound so one commit never grows without limit.
 _BATCH_MAX = 256
+# The future a caller waits on: its event loop's own when it asked from one (told in a batch,
+# with one wake-up), else a thread-safe one (start-up, and callers with no loop running).
+_Done = asyncio.Future[Any] | concurrent.futures.Future[Any]
 
 
 @dataclass
 class _Job(Generic[_T]):
     change: Callable[[sqlite3.Connection], _T]
-    done: concurrent.futures.Future[_T]
+    done: _Done
+    loop: asyncio.AbstractEventLoop | None  # the loop `done` belongs to, if it is a loop's
 
 
 class StoreClosed(StoreError):
@@ -64,7 +73,10 @@ class Writer:
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.path = path
         self._db = db
-        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[_Job[Any]] | None] = queue.SimpleQueue()
+        # Asked for in the current step of `_waiting_loop`, not yet handed to the writer.
+        self._waiting: list[_Job[Any]] = []
+        self._waiting_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._lock = threading.Lock()  # orders close() against a last put
         self._thread = threading.Thread(target=self._run, name="conch-store-writer", daemon=True)
@@ -76,11 +88,28 @@ class Writer:
         Queued at the call, not at the await: changes are made in the order they were asked
         for, so a caller may ask for several and await them together (one commit for all).
         """
-        return _committed(self._put(change))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return _committed(self._put(change))
+        done: asyncio.Future[_T] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise StoreClosed(self.path)
+            if self._waiting_loop is not loop:
+                # Asked from another loop than the one waiting (a test's next loop): what that
+                # one asked for goes first, so the order holds.
+                self._hand_over_locked()
+            if not self._waiting:
+                self._waiting_loop = loop
+                loop.call_soon(self._hand_over)
+            self._waiting.append(_Job(change, done, loop))
+        return _committed(done)
 
     def change_now(self, change: Callable[[sqlite3.Connection], _T]) -> _T:
         """Make one change and wait for it, blocking: for start-up, before the server serves."""
-        return self._put(change).result()
+        done: concurrent.futures.Future[_T] = self._put(change)
+        return done.result()
 
     @property
     def closed(self) -> bool:
@@ -91,6 +120,7 @@ class Writer:
             if self._closed:
                 return
             self._closed = True
+            self._hand_over_locked()
             self._jobs.put(None)
         self._thread.join()
 
@@ -99,8 +129,19 @@ class Writer:
         with self._lock:
             if self._closed:
                 raise StoreClosed(self.path)
-            self._jobs.put(_Job(change, done))
+            self._hand_over_locked()  # what was asked before goes first
+            self._jobs.put([_Job(change, done, None)])
         return done
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            self._hand_over_locked()
+
+    def _hand_over_locked(self) -> None:
+        if self._waiting:
+            self._jobs.put(self._waiting)
+            self._waiting = []
+        self._waiting_loop = None
 
     # --- the writer thread ---
 
@@ -111,26 +152,27 @@ class Writer:
                 first = self._jobs.get()
                 if first is None:
                     break
-                batch = [first]
-                while len(batch) < _BATCH_MAX:
+                jobs = first
+                while len(jobs) < _BATCH_MAX:
                     try:
-                        job = self._jobs.get_nowait()
+                        more = self._jobs.get_nowait()
                     except queue.Empty:
                         break
-                    if job is None:
+                    if more is None:
                         stopping = True
                         break
-                    batch.append(job)
-                try:
-                    self._commit(batch)
-                except Exception as error:  # a bug here must not leave callers waiting forever
-                    log.exception("Conch store: the writer failed a batch")
-                    for job in batch:
-                        _settle(job.done, False, error)
+                    jobs = jobs + more
+                for start in range(0, len(jobs), _BATCH_MAX):
+                    batch = jobs[start : start + _BATCH_MAX]
+                    try:
+                        _tell(batch, self._commit(batch))
+                    except Exception as error:  # a bug here must not leave callers waiting
+                        log.exception("Conch store: the writer failed a batch")
+                        _tell(batch, [(False, error)] * len(batch))
         finally:
             self._db.close()
 
-    def _commit(self, batch: list[_Job[Any]]) -> None:
+    def _commit(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
         try:
             with guard(self.path, "save to"):
@@ -141,13 +183,11 @@ class Writer:
         except Exception as error:
             rollback(self._db)
             if len(batch) > 1:
-                for job in batch:  # each on its own, so each caller hears of its own change
-                    self._commit([job])
-                return
+                # Each on its own, so each caller hears of its own change.
+                return [outcome for job in batch for outcome in self._commit([job])]
             cause = error.__cause__ if isinstance(error, _BatchBroken) else None
-            outcomes = [(False, cause or error)]
-        for job, (ok, value) in zip(batch, outcomes, strict=True):
-            _settle(job.done, ok, value)
+            return [(False, cause or error)]
+        return outcomes
 
     def _one(self, job: _Job[Any]) -> tuple[bool, Any]:
         self._db.execute("SAVEPOINT change")
@@ -164,17 +204,37 @@ class Writer:
         return True, value
 
 
-def _settle(done: concurrent.futures.Future[Any], ok: bool, value: Any) -> None:
+def _tell(batch: list[_Job[Any]], outcomes: list[tuple[bool, Any]]) -> None:
+    """Tell the callers of a commit: a loop's all at once, with one wake-up of that loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Done, bool, Any]]] = {}
+    for job, (ok, value) in zip(batch, outcomes, strict=True):
+        if job.loop is None:
+            _settle(job.done, ok, value)
+        else:
+            by_loop.setdefault(job.loop, []).append((job.done, ok, value))
+    for loop, told in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            loop.call_soon_threadsafe(_settle_all, told)
+
+
+def _settle_all(told: list[tuple[_Done, bool, Any]]) -> None:
+    for done, ok, value in told:
+        _settle(done, ok, value)
+
+
+def _settle(done: _Done, ok: bool, value: Any) -> None:
     """Tell the caller; one that is already told (or gave up) is left alone."""
-    with contextlib.suppress(concurrent.futures.InvalidStateError):
+    if done.done():
+        return
+    with contextlib.suppress(concurrent.futures.InvalidStateError, asyncio.InvalidStateError):
         if ok:
             done.set_result(value)
         else:
             done.set_exception(value)
 
 
-async def _committed(queued: concurrent.futures.Future[_T]) -> _T:
-    done = asyncio.wrap_future(queued)
+async def _committed(queued: asyncio.Future[_T] | concurrent.futures.Future[_T]) -> _T:
+    done = asyncio.wrap_future(queued) if isinstance(queued, concurrent.futures.Future) else queued
     try:
         # Shielded: a cancelled caller does not take back a change already queued.
         return await asyncio.shield(done)
