@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conch_jupyter.hub import FOLLOWER_QUEUE_LIMIT, Hub
+from conch_jupyter.rows import Message
 
 
 async def test_each_follower_of_a_chat_gets_its_items_in_order() -> None:
@@ -66,3 +67,28 @@ def test_the_words_of_a_reply_still_streaming_are_kept_for_the_next_snapshot() -
     hub.publish("c1", {"type": "round", "round": None})
     assert hub.streaming("c1") == []
     assert hub.streaming("c2") == [{"reply": "m3", "agent": "writer", "text": "elsewhere"}]
+
+
+async def test_a_replys_pieces_are_kept_with_nobody_following_and_sent_to_who_follows() -> None:
+    hub = Hub()
+    hub.delta("c1", "m1", "writer", "Hel")  # nobody follows yet: kept for the next snapshot
+    async with hub.follow("c1") as queue:
+        assert hub.streaming("c1") == [{"reply": "m1", "agent": "writer", "text": "Hel"}]
+        hub.delta("c1", "m1", "writer", "lo")
+        assert queue.get_nowait() == {
+            "type": "delta",
+            "reply": "m1",
+            "agent": "writer",
+            "text": "lo",
+        }
+        assert queue.empty()
+    assert hub.streaming("c1") == [{"reply": "m1", "agent": "writer", "text": "Hello"}]
+
+
+def test_a_stored_reply_no_longer_streams_whether_or_not_anyone_follows() -> None:
+    hub = Hub()
+    hub.delta("c1", "m1", "writer", "Hello")
+    hub.delta("c1", "m2", "writer", "Hm")
+    stored = Message("m1", "c1", "agent", "Hello", 1.0, "writer")
+    hub.message(stored)  # nobody follows: no item is made, but m1 is done streaming
+    assert [r["reply"] for r in hub.streaming("c1")] == ["m2"]

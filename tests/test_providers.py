@@ -425,6 +425,27 @@ def test_offline_streams_word_by_word_with_its_delay() -> None:
     assert usage == Usage(3 + 3, len(texts))  # "You are Bob." + "Plan a picnic"
 
 
+def test_offline_with_no_delay_streams_line_by_line_and_counts_the_same_words() -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def main(delay: float) -> list[object]:
+        return [item async for item in OfflineProvider(delay, sleep=sleep).stream(request)]
+
+    request = offline_request("Bob", "Plan a picnic, take turns")  # it hands on: one more line
+    *pieces, usage = asyncio.run(main(0))
+    texts = [p.text for p in pieces if isinstance(p, TextDelta)]
+    reply = offline_reply(request)
+    assert "".join(texts) == reply
+    # One piece a line, the blank lines before it included.
+    assert [t.strip() for t in texts] == [line for line in reply.split("\n") if line.strip()]
+    assert waits == [0] * len(texts)  # still a chance, each line, to deliver a Stop
+    *_, usage_by_words = asyncio.run(main(0.05))
+    assert usage == usage_by_words  # the same reply, the same tokens, however it is cut
+
+
 def test_offline_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: object) -> None:
         raise AssertionError("the offline provider touched the network")

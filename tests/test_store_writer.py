@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,58 @@ async def test_changes_are_made_in_the_order_asked_not_the_order_awaited(store: 
     assert await opened == chat == store.get_conversation(chat.id)
     assert said_first.seq < said_second.seq
     assert [m.text for m in store.messages(chat.id)] == ["first", "second"]
+
+
+async def test_changes_asked_in_one_step_share_a_commit_even_with_the_writer_idle(
+    store: Store,
+) -> None:
+    chat = await store.create_conversation()
+    counted = await commits(store)
+    for _ in range(20):  # the writer is free each time: nothing holds it
+        asked = [store.add_message(chat.id, "user", f"m{n}") for n in range(3)]
+        said = [await one for one in asked]
+        assert [m.text for m in said] == ["m0", "m1", "m2"]
+    assert len(counted) == 20  # one commit a step, never the first change alone
+
+
+def test_a_change_asked_with_no_loop_running_is_made_in_order(tmp_path: Path) -> None:
+    with Store(tmp_path / "conch.sqlite3", time.time) as store:
+        opened = store.create_conversation("no loop yet")  # asked before any loop runs
+        said = store.add_message(opened.row.id, "user", "first")
+
+        async def then() -> list[str]:
+            await opened
+            await said
+            await store.add_message(opened.row.id, "user", "second")
+            return [m.text for m in store.messages(opened.row.id)]
+
+        assert asyncio.run(then()) == ["first", "second"]
+
+
+def test_changes_left_waiting_by_one_loop_go_before_the_next_loops(tmp_path: Path) -> None:
+    with Store(tmp_path / "conch.sqlite3", time.time) as store:
+        chat = asyncio.run(_opened(store))
+        left: list[Any] = []
+
+        async def ask_and_leave() -> None:
+            # Asked, never awaited, and the loop ends before its step does.
+            left.append(store.set_agent(chat, "left-behind"))
+
+        one = asyncio.new_event_loop()
+        one.run_until_complete(ask_and_leave())
+        one.close()
+        for pending in left:
+            pending.close()  # nobody can await it now; the change is still asked for
+
+        async def agent_seen_by_the_writer() -> str:
+            sql = "SELECT agent FROM conversations WHERE id = ?"
+            return str(
+                await store._writer.change(lambda db: db.execute(sql, (chat,)).fetchone()[0])
+            )
+
+        # The next loop's change is made after the one left waiting.
+        assert asyncio.run(agent_seen_by_the_writer()) == "left-behind"
+
+
+async def _opened(store: Store) -> str:
+    return (await store.create_conversation()).id
