@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from tornado import web
 from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
@@ -15,6 +17,7 @@ from conch_jupyter.server_ext.door_handlers import (
     agent_id_of,
     door_route,
     install_door,
+    writes_debug,
 )
 
 
@@ -83,3 +86,23 @@ def test_the_date_header_is_made_once_a_second() -> None:
     first = door.date()
     assert first.endswith(" GMT")
     assert door.date() is first
+
+
+def test_a_debug_line_is_written_only_where_a_handler_takes_it() -> None:
+    logger = logging.getLogger("test_door_routing.writes_debug")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    assert not writes_debug(logger)  # no handler (and lastResort takes warnings only)
+    info = logging.NullHandler(logging.INFO)
+    logger.addHandler(info)
+    assert not writes_debug(logger)  # traitlets' way: the logger at DEBUG, the handler not
+    everything = logging.NullHandler()
+    logger.addHandler(everything)
+    assert writes_debug(logger)
+    logger.setLevel(logging.INFO)
+    assert not writes_debug(logger)
+    child = logging.getLogger("test_door_routing.writes_debug.child")
+    logger.setLevel(logging.DEBUG)
+    assert writes_debug(child)  # through its parent's handler
+    for handler in (info, everything):
+        logger.removeHandler(handler)

@@ -41,6 +41,7 @@ from http import HTTPStatus
 from typing import Any, Literal
 from urllib.parse import unquote_to_bytes, urlparse
 
+from jupyter_server.prometheus.log_functions import prometheus_log_method
 from jupyter_server.services.security import csp_report_uri
 from jupyter_server.utils import origin_matches_pat, url_path_join, urldecode_unix_socket_path
 from tornado import httputil, web
@@ -110,6 +111,19 @@ def origin_allowed(
     if allow_origin:
         return allow_origin == origin
     return bool(allow_origin_pat) and origin_matches_pat(str(allow_origin_pat), origin)
+
+
+def writes_debug(logger: logging.Logger) -> bool:
+    """Whether a debug line of `logger` is written anywhere: enabled, and some handler on its way
+    up takes it (traitlets sets Jupyter's logger to DEBUG and its console handler to log_level)."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return False
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(handler.level <= logging.DEBUG for handler in current.handlers):
+            return True
+        current = current.parent if current.propagate else None
+    return logging.lastResort is not None and logging.lastResort.level <= logging.DEBUG
 
 
 @functools.lru_cache(maxsize=8)
@@ -451,6 +465,16 @@ class DoorExchange(HTTPMessageDelegate):
                 connection.finish()
             except StreamClosedError:
                 pass  # the caller has gone; the answer, if any, is stored
+        self._log_request()
+
+    def _log_request(self) -> None:
+        """Jupyter's log_function for the request: its line and its metric. A success's line is
+        at debug level, which traitlets lets through its logger and drops in its handler, after
+        the line is made (~20 µs): so for a success with no debug handler, the metric alone."""
         log_function = self.settings.get("log_function")
-        if log_function is not None:
+        if log_function is None:
+            return
+        if self._status >= 300 or writes_debug(self.log):
             log_function(self)
+        elif getattr(self.settings.get("serverapp"), "record_http_request_metrics", True):
+            prometheus_log_method(self)  # type: ignore[no-untyped-call]
