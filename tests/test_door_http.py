@@ -6,6 +6,7 @@ JupyterHub single-user server, that provider would send every bearer key to the 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable
 from typing import Any, ClassVar
 from urllib.parse import urljoin
@@ -210,3 +211,57 @@ async def test_behind_an_ingress_and_the_hubs_proxy(api: Api, door: str, jp_base
             card, headers={**bearer(local["key"]), "X-Forwarded-For": "127.0.0.1"}
         )
         assert response.status_code == 200
+
+
+class Lines(logging.Handler):
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def requests_counted(metrics: str, status: int) -> float:
+    """Jupyter's request histogram's count for the door's GETs answered `status`."""
+    label = (
+        'http_request_duration_seconds_count{handler="conch_jupyter.server_ext.door_handlers.'
+        f'DoorExchange",method="GET",status_code="{status}"}}'
+    )
+    for line in metrics.splitlines():
+        if line.startswith(label):
+            return float(line.split()[-1])
+    return 0.0
+
+
+async def test_the_door_is_in_jupyters_request_log_and_metrics(
+    api: Api, door: str, jp_serverapp: Any
+) -> None:
+    made = await pair(api, "writer")
+    card = f"{door}a2a/writer/.well-known/agent-card.json"
+    token = {"Authorization": f"token {jp_serverapp.identity_provider.token}"}
+    path = card.split(":", 2)[2][5:]
+    async with httpx.AsyncClient(timeout=10) as http:
+
+        async def counted(status: int) -> float:
+            metrics = await http.get(f"{door}metrics", headers=token)
+            assert metrics.status_code == 200, metrics.text[:200]
+            return requests_counted(metrics.text, status)
+
+        for level, success_logged in ((logging.INFO, False), (logging.DEBUG, True)):
+            lines = Lines(level)
+            jp_serverapp.log.addHandler(lines)
+            try:
+                before = await counted(200), await counted(401)
+                assert (await http.get(card, headers=bearer(made["key"]))).status_code == 200
+                assert (await http.get(card)).status_code == 401
+                after = await counted(200), await counted(401)
+            finally:
+                jp_serverapp.log.removeHandler(lines)
+            # Every door request is measured, as any of Jupyter's ...
+            assert (after[0] - before[0], after[1] - before[1]) == (1, 1), level
+            # ... and logged as Jupyter logs them: a refusal as a warning; a success at debug
+            # level, so only where a debug line is written.
+            assert any(line.startswith(f"401 GET {path} ") for line in lines.lines), lines.lines
+            success = [line for line in lines.lines if line.startswith(f"200 GET {path} ")]
+            assert bool(success) is success_logged, (level, lines.lines)

@@ -34,7 +34,7 @@ from ..service import RoundService
 from ..spend import Budget
 from ..store import Store
 from ..turn import Turns
-from .door_handlers import door_routes
+from .door_handlers import install_door
 from .handlers import API_NOT_FOUND, api_routes
 from .outside_handlers import outside_routes
 from .pairing_handlers import pairing_routes
@@ -48,13 +48,13 @@ ROOT_DIR_ENV = "CONCH_ROOT_DIR"
 
 
 def routes() -> list[tuple[str, type[web.RequestHandler]]]:
-    """Every Conch route, relative to base_url: the API (its catch-all last) and the door."""
+    """Every Conch route, relative to base_url: the API, its catch-all last. (The door is no
+    route: initialize_handlers puts it first in the server's router.)"""
     return [
         *api_routes(),
         *outside_routes(),
         *pairing_routes(),
         API_NOT_FOUND,
-        *door_routes(),
     ]
 
 
@@ -175,6 +175,8 @@ class ConchApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())
+        if self.serverapp is not None:
+            install_door(self.serverapp.web_app)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # The port is final only now (port_retries may have moved it).

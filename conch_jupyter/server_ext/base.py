@@ -2,7 +2,8 @@
 Conch API handler base, and where this server is reached (for addresses handed to others).
 
 Nothing here imports another handler module; handlers.py (the REST API), outside_handlers.py,
-pairing_handlers.py and door_handlers.py build on it, and app.py puts their routes together.
+pairing_handlers.py and door_handlers.py build on it, and app.py puts their routes together
+(the door's is no route: it goes first in the server's router, door_handlers.install_door).
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import hmac
 import json
 import re
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 from jupyter_server.auth.identity import User
 from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
+from tornado.httputil import HTTPServerRequest
 
 from ..a2a.door.forwarded import door_scheme
 from ..agents import AgentError
@@ -39,7 +41,18 @@ ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
 _HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
 
 
-def services_of(handler: web.RequestHandler) -> ConchServices:
+class Exchange(Protocol):
+    """A request with the web application's settings: a RequestHandler, or the door's
+    DoorExchange (door_handlers.py), which is none."""
+
+    @property
+    def request(self) -> HTTPServerRequest: ...
+
+    @property
+    def settings(self) -> dict[str, Any]: ...
+
+
+def services_of(handler: Exchange) -> ConchServices:
     """Conch's services, kept in the tornado settings by ConchApp."""
     services: ConchServices = handler.settings["conch"]
     return services
@@ -50,12 +63,12 @@ def error_code(status: int) -> str:
     return HTTPStatus(status).phrase.lower().replace(" ", "_")
 
 
-def trusts_forwarded(handler: web.RequestHandler) -> bool:
+def trusts_forwarded(handler: Exchange) -> bool:
     """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
     return bool(getattr(handler.settings.get("serverapp"), "trust_xheaders", False))
 
 
-def socket_peer(handler: web.RequestHandler) -> str:
+def socket_peer(handler: Exchange) -> str:
     """The address at the other end of the socket, whatever forwarded headers say."""
     context = getattr(handler.request.connection, "context", None)
     address = getattr(context, "address", None)
@@ -64,14 +77,14 @@ def socket_peer(handler: web.RequestHandler) -> str:
     return handler.request.remote_ip or ""
 
 
-def caller_scheme(handler: web.RequestHandler) -> str:
+def caller_scheme(handler: Exchange) -> str:
     """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
     return door_scheme(
         handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
     )
 
 
-def request_origin(handler: web.RequestHandler) -> str:
+def request_origin(handler: Exchange) -> str:
     """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
     was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
     host = handler.request.host
@@ -83,7 +96,7 @@ def request_origin(handler: web.RequestHandler) -> str:
     return f"{caller_scheme(handler)}://{host}"
 
 
-def endpoint_url(handler: web.RequestHandler, agent_id: str) -> str:
+def endpoint_url(handler: Exchange, agent_id: str) -> str:
     """The absolute URL of an agent's JSON-RPC endpoint, base_url included (the door answers
     it with and without a trailing slash)."""
     base_url = handler.settings.get("base_url", "/")

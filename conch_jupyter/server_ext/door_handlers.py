@@ -1,4 +1,4 @@
-"""The A2A door on HTTP: thin tornado adapters over a2a/door/.
+"""The A2A door on HTTP: one tornado message delegate per request, over a2a/door/.
 
 The door lives under `base_url` but outside conch/api/, with its own keys:
   GET  {base_url}.well-known/agent-card.json             the first agent the key was given
@@ -7,20 +7,22 @@ The door lives under `base_url` but outside conch/api/, with its own keys:
 and everything else under `a2a/` and `.well-known/`, whatever the method, is a JSON 404 or 405,
 never one of Jupyter's HTML pages.
 
-The door is not a Jupyter handler: it is built on tornado's plain RequestHandler, because
-nothing of Jupyter's handler machinery serves it. Jupyter's sign-in (JupyterHandler.prepare) asks
-the server's identity provider about every request, and in a JupyterHub single-user server the
-provider takes any `Authorization: Bearer …` for a hub token and sends it to the hub to check; a
-door key goes nowhere but the door's own hash comparison (a2a/door/rules.py). Jupyter's cookies,
-XSRF, templates and activity tracking are for the user's browser, which the door never lets in.
-What the door keeps of Jupyter's checks it runs itself, with Jupyter's rules and settings: the
-Host check (`allow_remote_access`, `local_hostnames`: 403) and the Origin check (`allow_origin`,
-`allow_origin_pat`: 404), before its rules refuse any browser at all; and Jupyter's default
-headers (nosniff, the API's Content-Security-Policy). Jupyter's `log_function` still logs each
-request and records its metrics (it asks only for what any RequestHandler has). The handlers'
-methods are @allow_unauthenticated so Jupyter does not warn about them: its auth does not apply,
-and the door answers the same with ServerApp.allow_unauthenticated_access off. XSRF is off: a
-door key travels in a header, never in a cookie, so no page can make a browser send it.
+The door is no Jupyter handler, nor any RequestHandler: it is the first rule of the server's
+router (`install_door`), and each request is a `DoorExchange`, tornado's HTTPMessageDelegate,
+which reads the request line and headers, the body (with a limit) and writes one answer. Nothing
+of Jupyter's or tornado's handler machinery serves it, and all of it costs: routing through every
+other extension's rules, the handler's setup, Jupyter's sign-in (JupyterHandler.prepare asks the
+server's identity provider about every request, and in a JupyterHub single-user server the
+provider takes any `Authorization: Bearer …` for a hub token and sends it to the hub; a door key
+goes nowhere but the door's own hash comparison, a2a/door/rules.py), its cookies, XSRF, templates
+and activity tracking (for the user's browser, which the door never lets in). What the door keeps
+of Jupyter's checks it runs itself, with Jupyter's rules and settings: the Host check
+(`allow_remote_access`, `local_hostnames`: 403) and the Origin check (`allow_origin`,
+`allow_origin_pat`: 404), before its rules refuse any browser at all; Jupyter's default headers
+(nosniff, the API's Content-Security-Policy, the owner's `headers`); and Jupyter's
+`log_function`, which logs each request (successes at debug level) and records its metrics. XSRF
+does not apply: a door key travels in a header, never in a cookie, so no page can make a browser
+send it.
 """
 
 from __future__ import annotations
@@ -32,15 +34,20 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, ClassVar
-from urllib.parse import urlparse
+from typing import Any, Literal
+from urllib.parse import unquote_to_bytes, urlparse
 
-from jupyter_server.auth.decorator import allow_unauthenticated
+from jupyter_server.prometheus.log_functions import prometheus_log_method
 from jupyter_server.services.security import csp_report_uri
 from jupyter_server.utils import origin_matches_pat, url_path_join, urldecode_unix_socket_path
-from tornado import web
+from tornado import httputil, web
+from tornado.httputil import HTTPMessageDelegate, HTTPServerRequest
+from tornado.iostream import StreamClosedError
+from tornado.routing import PathMatches, Router, Rule
 
 from ..a2a.door.calls import Refusal, read_call
 from ..a2a.door.card import agent_card
@@ -50,14 +57,7 @@ from ..a2a.door.rules import Denied
 from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
-from .base import (
-    caller_scheme,
-    endpoint_url,
-    error_code,
-    services_of,
-    socket_peer,
-    trusts_forwarded,
-)
+from .base import caller_scheme, endpoint_url, services_of, socket_peer, trusts_forwarded
 from .services import ConchServices
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,19 @@ def origin_allowed(
     return bool(allow_origin_pat) and origin_matches_pat(str(allow_origin_pat), origin)
 
 
+def writes_debug(logger: logging.Logger) -> bool:
+    """Whether a debug line of `logger` is written anywhere: enabled, and some handler on its way
+    up takes it (traitlets sets Jupyter's logger to DEBUG and its console handler to log_level)."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return False
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(handler.level <= logging.DEBUG for handler in current.handlers):
+            return True
+        current = current.parent if current.propagate else None
+    return logging.lastResort is not None and logging.lastResort.level <= logging.DEBUG
+
+
 @functools.lru_cache(maxsize=8)
 def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
     """Jupyter's Content-Security-Policy for its API (APIHandler's): the owner's, or Jupyter's
@@ -122,32 +135,103 @@ def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
     return f"{policy}; default-src 'none'"
 
 
-class DoorError(web.HTTPError):
+class DoorError(Exception):
     """A request turned away before any JSON-RPC: a status and words."""
 
     def __init__(self, denied: Denied) -> None:
-        super().__init__(denied.status, log_message=denied.words.replace("%", "%%"))
+        super().__init__(denied.words)
         self.denied = denied
 
 
-@web.stream_request_body
-class DoorHandler(web.RequestHandler):
-    """What every door endpoint shares: Jupyter's host and origin checks without the rest of its
-    handler machinery, the gate, the body (read with a limit), the answers in JSON."""
+SUPPORTED_METHODS = frozenset(("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS"))
+# Below base_url. An agent's id as it travels in the path (percent-encoded).
+_ROUTE = re.compile(
+    r"\.well-known/agent-card\.json"
+    r"|a2a/(?P<card>[^/]{1,300})/\.well-known/agent-card\.json"
+    r"|a2a/(?P<rpc>[^/]{1,300})/?"
+)
+_NOT_ALLOWED = Denied(405, "method_not_allowed", "Method Not Allowed.")
+_BAD_NAME = Denied(400, "bad_request", "The agent's name in the address is not valid UTF-8.")
+_STORAGE = Denied(503, "storage", "The door cannot read its pairings right now.")
+_INTERNAL = Denied(500, "internal", "Something went wrong inside Conch.")
 
-    pairing: Pairing
-    # With False, the handler only answers 404 (DoorNotFoundHandler): no key is looked at.
-    gated: ClassVar[bool] = True
 
-    # No CORS preflight answer: the door lets no browser in, so there is nothing to allow;
-    # OPTIONS gets the same JSON 405 as any method a route does not serve.
+@dataclass(frozen=True)
+class DoorRoute:
+    """What a path below base_url asks for: an agent's card or its JSON-RPC endpoint (`agent`:
+    the id as the path spells it; None for the card at the root), or nothing the door has."""
 
-    def initialize(self) -> None:
+    kind: Literal["card", "rpc", "nothing"]
+    method: str  # the one HTTP method the route serves
+    agent: str | None = None
+
+
+NOTHING = DoorRoute("nothing", "")
+
+
+def door_route(below_base: str) -> DoorRoute:
+    found = _ROUTE.fullmatch(below_base)
+    if found is None:
+        return NOTHING
+    if found["rpc"] is not None:
+        return DoorRoute("rpc", "POST", found["rpc"])
+    return DoorRoute("card", "GET", found["card"])
+
+
+def agent_id_of(spelled: str) -> str:
+    """The agent's id from its percent-encoded spelling in the path; ValueError if not UTF-8."""
+    return unquote_to_bytes(spelled).decode()
+
+
+class Door(Router):
+    """The door's place in tornado's router: every request below `{base_url}a2a` or
+    `{base_url}.well-known` becomes a DoorExchange. `settings` is the web application's, so
+    Conch's services and Jupyter's settings are read as they are when a request comes."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        self.answering: set[asyncio.Task[None]] = set()  # JSON-RPC calls being answered
+        self._date: tuple[int, str] = (0, "")
+
+    def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate:
+        return DoorExchange(self, request)
+
+    def date(self) -> str:
+        """The Date header, made once a second."""
+        now = int(time.time())
+        if self._date[0] != now:
+            self._date = (now, httputil.format_timestamp(now))
+        return self._date[1]
+
+
+def install_door(web_app: web.Application) -> Door:
+    """Put the door first in the server's router, so its requests are not matched against every
+    other rule first. It takes everything under a2a/ and .well-known/, as the routes above say."""
+    door = Door(web_app.settings)
+    base = re.escape(web_app.settings.get("base_url", "/"))
+    web_app.default_router.rules.insert(
+        0, Rule(PathMatches(base + r"(?:a2a|\.well-known)(?:/.*)?$"), door)
+    )
+    return door
+
+
+class DoorExchange(HTTPMessageDelegate):
+    """One request at the door and its answer. It also stands for a handler to Jupyter's
+    log_function, which asks for `request`, `settings`, `log`, `current_user`, `get_status()`."""
+
+    current_user = None  # the door's callers are pairings, not Jupyter users
+
+    def __init__(self, door: Door, request: HTTPServerRequest) -> None:
+        self.door = door
+        self.request = request
+        self.settings = door.settings
+        self.route = NOTHING
+        self.pairing: Pairing | None = None
+        self.agent_id: str | None = None  # the route's agent, decoded (None: the key's first)
         self._body = bytearray()
         self._too_large = False
-        self._prepared = False
-        # The door has no Jupyter user (its callers are pairings), and never asks for one.
-        self.current_user = None
+        self._status = 0  # the answer's, once sent
+        self._closed = False
 
     @property
     def conch(self) -> ConchServices:
@@ -159,29 +243,96 @@ class DoorHandler(web.RequestHandler):
         app = self.settings.get("serverapp")
         return app.log if app is not None else log
 
-    def set_default_headers(self) -> None:
-        # Jupyter's API headers: the owner's own (ServerApp.tornado_settings' headers) win.
-        settings = self.settings
-        headers = settings.get("headers", {})
-        self.set_header("X-Content-Type-Options", "nosniff")
-        for name, value in headers.items():
-            self.set_header(name, value)
-        self.set_header(
-            "Content-Security-Policy",
-            _csp(
-                settings.get("base_url", "/"),
-                settings.get("csp_report_uri"),
-                headers.get("Content-Security-Policy"),
+    def get_status(self) -> int:
+        return self._status
+
+    # tornado's side: headers, body, end of the request, a dropped connection
+
+    def headers_received(
+        self,
+        start_line: httputil.RequestStartLine | httputil.ResponseStartLine,
+        headers: httputil.HTTPHeaders,
+    ) -> Awaitable[None] | None:
+        try:
+            refused = self._admit()
+        except Exception as error:
+            refused = self._refusal_for(error)
+        if refused is None:
+            return None
+        if refused.delay:
+            return self._refuse_later(refused)
+        self._refuse(refused)
+        return None
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._status:
+            return  # answered already: what is left of the body is not read
+        if len(self._body) + len(chunk) > MAX_BODY_BYTES:
+            self._too_large = True
+        elif not self._too_large:
+            self._body.extend(chunk)
+
+    def finish(self) -> None:
+        if self._status:
+            return
+        if self._too_large:
+            self._answer(TOO_LARGE)
+        elif self.route.kind == "card":
+            self._answer_card()
+        else:
+            task = asyncio.ensure_future(self._answer_call())
+            self.door.answering.add(task)
+            task.add_done_callback(self.door.answering.discard)
+
+    def on_connection_close(self) -> None:
+        self._closed = True
+
+    # the door's side
+
+    def _admit(self) -> Denied | None:
+        """Why the request is turned away before its body is read, or None: let it in."""
+        request = self.request
+        if request.method not in SUPPORTED_METHODS:
+            return _NOT_ALLOWED
+        if not self._host_allowed():
+            return Denied(403, "forbidden", "Forbidden.")  # the words are in the log, as Jupyter's
+        if not self._origin_allowed():
+            return Denied(404, "not_found", "Not Found.")
+        length = request.headers.get("Content-Length", "0")
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            return TOO_LARGE
+        if request.connection is not None:
+            # A chunked body is cut off at the same size.
+            request.connection.set_max_body_size(MAX_BODY_BYTES)  # type: ignore[attr-defined]
+        base_url = self.settings.get("base_url", "/")
+        self.route = door_route(request.path[len(base_url) :])
+        if self.route.kind == "nothing":
+            return NOTHING_HERE
+        if self.route.agent is not None:
+            try:
+                self.agent_id = agent_id_of(self.route.agent)
+            except ValueError:
+                return _BAD_NAME
+        verdict = self.conch.door_gate.admit(
+            headers=request.headers,
+            address=door_address(
+                socket_peer(self), request.headers, trust_forwarded=trusts_forwarded(self)
             ),
+            protocol=caller_scheme(self),
+            keys=self.conch.pairings.door_keys(),
         )
+        if isinstance(verdict, Denied):
+            return verdict
+        if request.method != self.route.method:
+            return _NOT_ALLOWED
+        self.pairing = self.conch.pairings.get(verdict)
+        return None
 
-    def check_xsrf_cookie(self) -> None:
-        """No XSRF check: see the module docstring."""
-
-    def check_host(self) -> bool:
-        if self.settings.get("allow_remote_access", False):
+    def _host_allowed(self) -> bool:
+        settings = self.settings
+        if settings.get("allow_remote_access", False):
             return True
-        if local_host(self.request.host, self.settings.get("local_hostnames", ["localhost"])):
+        if local_host(self.request.host, settings.get("local_hostnames", ["localhost"])):
             return True
         self.log.warning(
             "Blocking request with non-local 'Host' %s. If the server should be accessible at "
@@ -190,7 +341,7 @@ class DoorHandler(web.RequestHandler):
         )
         return False
 
-    def check_origin(self) -> bool:
+    def _origin_allowed(self) -> bool:
         headers = self.request.headers
         origin = headers.get("Origin")
         if origin_allowed(
@@ -203,45 +354,31 @@ class DoorHandler(web.RequestHandler):
         self.log.warning("Blocking Cross Origin request at the door. Origin: %s", origin)
         return False
 
-    async def prepare(self) -> None:
-        if not self.check_host():
-            raise web.HTTPError(403)  # the words are in the log, as Jupyter's own
-        if not self.check_origin():
-            raise web.HTTPError(404)
-        length = self.request.headers.get("Content-Length", "0")
-        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
-            raise DoorError(TOO_LARGE)
-        if self.request.connection is not None:
-            # A chunked body is cut off at the same size.
-            self.request.connection.set_max_body_size(MAX_BODY_BYTES)  # type: ignore[attr-defined]
-        if not self.gated:
-            raise DoorError(NOTHING_HERE)
-        verdict = self.conch.door_gate.admit(
-            headers=self.request.headers,
-            address=door_address(
-                socket_peer(self), self.request.headers, trust_forwarded=trusts_forwarded(self)
-            ),
-            protocol=caller_scheme(self),
-            keys=self.conch.pairings.door_keys(),
-        )
-        if isinstance(verdict, Denied):
-            if verdict.delay:
-                await asyncio.sleep(verdict.delay)  # slower answers, as for sign-ins
-            raise DoorError(verdict)
-        self.pairing = self.conch.pairings.get(verdict)
-        self._prepared = True
+    def _refusal_for(self, error: Exception) -> Denied:
+        if isinstance(error, DoorError):
+            return error.denied
+        if isinstance(error, StoreError | PairingError):
+            log.error("Conch door: %s", error)
+            return _STORAGE
+        log.exception("Conch door: %s %s failed", self.request.method, self.request.path)
+        return _INTERNAL
 
-    def data_received(self, chunk: bytes) -> None:
-        if len(self._body) + len(chunk) > MAX_BODY_BYTES:
-            self._too_large = True
-        elif not self._too_large:
-            self._body.extend(chunk)
+    async def _refuse_later(self, refused: Denied) -> None:
+        await asyncio.sleep(refused.delay)  # slower answers, as for sign-ins
+        self._refuse(refused)
 
-    def scoped_agent(self, agent_id: str | None) -> Agent:
+    def _refuse(self, refused: Denied) -> None:
+        """Turned away before the body was read: tornado drops the connection after this
+        answer, so say so, or a client reusing it gets a reset instead of the words."""
+        self._answer(refused, close=True)
+
+    def scoped_agent(self) -> Agent:
         """The agent, if the key was given it; any other looks like nothing is there (404)."""
-        wanted = self.pairing.agents if agent_id is None else (agent_id,)
+        assert self.pairing is not None
+        given = self.pairing.agents
+        wanted = given if self.agent_id is None else (self.agent_id,)
         for candidate in wanted:
-            if candidate not in self.pairing.agents:
+            if candidate not in given:
                 break
             try:
                 return self.conch.agents.get(candidate)
@@ -249,51 +386,22 @@ class DoorHandler(web.RequestHandler):
                 continue  # given once, deleted since
         raise DoorError(NOTHING_HERE)
 
-    def answer(self, data: Any) -> None:
-        """Send JSON data, or bytes already made (the card)."""
-        self.set_header("Cache-Control", "no-store")
-        self.set_header("Content-Type", "application/json")
-        self.finish(data if isinstance(data, bytes) else json.dumps(data))
+    def _answer_card(self) -> None:
+        try:
+            agent = self.scoped_agent()
+            card = card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id))
+        except Exception as error:
+            self._answer(self._refusal_for(error))
+            return
+        self._send(200, card)
 
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        error = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(error, DoorError):
-            denied = error.denied
-        elif isinstance(error, StoreError | PairingError):
-            log.error("Conch door: %s", error)
-            denied = Denied(503, "storage", "The door cannot read its pairings right now.")
-        elif isinstance(error, web.HTTPError):  # the host check, tornado's 405, a bad path …
-            words = error.log_message or f"{HTTPStatus(status_code).phrase}."
-            denied = Denied(status_code, error_code(status_code), words)
-        else:
-            denied = Denied(500, "internal", "Something went wrong inside Conch.")
-        if denied.status == 401:
-            self.set_header(
-                "WWW-Authenticate", 'Bearer error="invalid_token"' if denied.bad_key else "Bearer"
-            )
-        if denied.retry_after is not None:
-            self.set_header("Retry-After", str(denied.retry_after))
-        if not self._prepared:
-            # Turned away before the body was read: tornado will drop the connection after
-            # this answer, so say so, or a client reusing it gets a reset instead of the words.
-            self.set_header("Connection", "close")
-        self.set_status(denied.status)
-        self.answer({"error": {"code": denied.code, "message": denied.words}})
-
-
-class DoorCardHandler(DoorHandler):
-    @allow_unauthenticated
-    def get(self, agent_id: str | None = None) -> None:
-        agent = self.scoped_agent(agent_id)
-        self.answer(card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id)))
-
-
-class DoorRpcHandler(DoorHandler):
-    @allow_unauthenticated
-    async def post(self, agent_id: str) -> None:
-        if self._too_large:
-            raise DoorError(TOO_LARGE)
-        agent = self.scoped_agent(agent_id)
+    async def _answer_call(self) -> None:
+        try:
+            agent = self.scoped_agent()
+        except Exception as error:
+            self._answer(self._refusal_for(error))
+            return
+        assert self.pairing is not None
         request_id: RequestId = None
         try:
             call = read_call(
@@ -311,20 +419,62 @@ class DoorRpcHandler(DoorHandler):
             # Never a 500 page for a caller: words, and the details in the owner's log.
             log.exception("Conch door: answering a call to %s failed", agent.id)
             answer = rpc_error(request_id, ErrorCode.INTERNAL, "Something went wrong inside Conch.")
-        self.answer(answer)
+        self._send(200, json.dumps(answer).encode())
 
+    def _answer(self, denied: Denied, *, close: bool = False) -> None:
+        extra: dict[str, str] = {}
+        if denied.status == 401:
+            extra["WWW-Authenticate"] = (
+                'Bearer error="invalid_token"' if denied.bad_key else "Bearer"
+            )
+        if denied.retry_after is not None:
+            extra["Retry-After"] = str(denied.retry_after)
+        if close:
+            extra["Connection"] = "close"
+        body = {"error": {"code": denied.code, "message": denied.words}}
+        self._send(denied.status, json.dumps(body).encode(), extra)
 
-class DoorNotFoundHandler(DoorHandler):
-    """Anything else under a2a/ or .well-known/, whatever the method: a JSON 404."""
+    def _send(self, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
+        """Write the one answer: Jupyter's API headers (the owner's own win), then the door's."""
+        self._status = status
+        connection = self.request.connection
+        if not self._closed and connection is not None:
+            settings = self.settings
+            owners: dict[str, str] = settings.get("headers", {})
+            headers = httputil.HTTPHeaders(
+                {
+                    "Date": self.door.date(),
+                    "X-Content-Type-Options": "nosniff",
+                    **owners,
+                    "Content-Security-Policy": _csp(
+                        settings.get("base_url", "/"),
+                        settings.get("csp_report_uri"),
+                        owners.get("Content-Security-Policy"),
+                    ),
+                    "Cache-Control": "no-store",
+                    "Content-Type": "application/json",
+                    "Content-Length": str(len(body)),
+                    **(extra or {}),
+                }
+            )
+            start = httputil.ResponseStartLine("HTTP/1.1", status, HTTPStatus(status).phrase)
+            try:
+                connection.write_headers(
+                    start, headers, None if self.request.method == "HEAD" else body
+                )
+                connection.finish()
+            except StreamClosedError:
+                pass  # the caller has gone; the answer, if any, is stored
+        self._log_request()
 
-    gated = False
-
-
-def door_routes() -> list[tuple[str, type[DoorHandler]]]:
-    agent = r"a2a/(?P<agent_id>[^/]{1,300})"
-    return [
-        (r"\.well-known/agent-card\.json", DoorCardHandler),
-        (agent + r"/\.well-known/agent-card\.json", DoorCardHandler),
-        (agent + r"/?", DoorRpcHandler),
-        (r"(?:a2a|\.well-known)(?:/.*)?", DoorNotFoundHandler),
-    ]
+    def _log_request(self) -> None:
+        """Jupyter's log_function for the request: its line and its metric. A success's line is
+        at debug level, which traitlets lets through its logger and drops in its handler, after
+        the line is made (~20 µs): so for a success with no debug handler, the metric alone."""
+        log_function = self.settings.get("log_function")
+        if log_function is None:
+            return
+        if self._status >= 300 or writes_debug(self.log):
+            log_function(self)
+        elif getattr(self.settings.get("serverapp"), "record_http_request_metrics", True):
+            prometheus_log_method(self)  # type: ignore[no-untyped-call]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -12,11 +13,12 @@ from pydantic.alias_generators import to_camel
 from ...talk import clean_text
 
 ID_LIMIT = 200
+_SPACE = re.compile(r"\s")  # for str patterns, exactly what str.isspace() calls a space
 
 
 def _plain_id(value: str) -> str:
     # Ids are echoed back and stored: no control, invisible or reordering characters, no spaces.
-    if not value or value != clean_text(value, ID_LIMIT) or any(c.isspace() for c in value):
+    if not value or value != clean_text(value, ID_LIMIT) or _SPACE.search(value):
         raise ValueError(f"must be 1 to {ID_LIMIT} visible characters without spaces")
     return value
 

@@ -20,6 +20,7 @@ through these rules in this order; door/peer.py runs what they let through.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import math
@@ -104,8 +105,10 @@ def browser_refusal(headers: Mapping[str, str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def is_loopback(address: str) -> bool:
-    """Whether a request came from this computer (IPv4-mapped IPv6 included)."""
+    """Whether a request came from this computer (IPv4-mapped IPv6 included). Cached: the same
+    few addresses come again and again, and reading one is most of a request's rule work."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
