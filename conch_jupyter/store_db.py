@@ -120,15 +120,23 @@ def insert(
     db: sqlite3.Connection, table: str, item: Conversation | Message | Event | Spend | DoorTask
 ) -> int:
     """Insert a row from its dataclass (field = column; seq is SQLite's); return its seq."""
-    row = {
-        name: encode_json(value) if name in _JSON_COLUMNS else value
-        for name, value in dataclasses.asdict(item).items()
-        if name != "seq"
-    }
-    # The table and column names come from this module's callers, never from a request.
-    columns, marks = ", ".join(row), ", ".join("?" * len(row))
-    sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
-    return db.execute(sql, tuple(row.values())).lastrowid or 0
+    made = _INSERTS.get((table, type(item)))
+    if made is None:
+        # Made once per table (it runs for every stored row): the columns and the statement.
+        columns = tuple(f.name for f in dataclasses.fields(item) if f.name != "seq")
+        marks = ", ".join("?" * len(columns))
+        # The table and column names come from this module's callers, never from a request.
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608
+        made = _INSERTS[(table, type(item))] = (sql, columns)
+    sql, columns = made
+    values = [getattr(item, name) for name in columns]
+    for at, name in enumerate(columns):
+        if name in _JSON_COLUMNS:
+            values[at] = encode_json(values[at])
+    return db.execute(sql, values).lastrowid or 0
+
+
+_INSERTS: dict[tuple[str, type[Any]], tuple[str, tuple[str, ...]]] = {}
 
 
 def from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:

@@ -2,11 +2,11 @@
 the changes were asked for, so no commit (and no fsync) ever runs on the server's event loop.
 
 Group commit: whatever is queued when the writer is free goes into one transaction, so a burst of
-messages costs one fsync, not one each. Each change runs in a savepoint of its own: a change that
-fails (a chat deleted meanwhile, a duplicate id) is undone alone and its caller gets the error,
-while the others in the same commit are made. When the commit itself fails (a full disk), the
-batch is rolled back and each change is tried again in a transaction of its own, so every caller
-learns about its own change and nothing is half made.
+messages costs one fsync, not one each. A change that fails (a chat deleted meanwhile, a duplicate
+id) is undone alone and its caller gets the error, while the others in the same commit are made:
+the batch is rolled back and made again with each change in a savepoint of its own. When the
+commit itself fails (a full disk), the batch is rolled back and each change is tried again in a
+transaction of its own, so every caller learns about its own change and nothing is half made.
 
 A change is a function of the writer's connection, called on the writer thread; it must not touch
 anything else that is shared. `writer.change(fn)` queues it at once; awaiting what it returns
@@ -173,6 +173,20 @@ class Writer:
             self._db.close()
 
     def _commit(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
+        """Each change's outcome. Most batches fail nowhere, so they are made without a
+        savepoint per change (two statements each); one that fails is rolled back and made
+        again change by change (`_commit_apart`): the changes see the same file again."""
+        try:
+            with guard(self.path, "save to"):
+                self._db.execute("BEGIN IMMEDIATE")
+                values = [job.change(self._db) for job in batch]
+                self._db.execute("COMMIT")
+        except Exception:
+            rollback(self._db)
+            return self._commit_apart(batch)
+        return [(True, value) for value in values]
+
+    def _commit_apart(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
         try:
             with guard(self.path, "save to"):
@@ -184,7 +198,7 @@ class Writer:
             rollback(self._db)
             if len(batch) > 1:
                 # Each on its own, so each caller hears of its own change.
-                return [outcome for job in batch for outcome in self._commit([job])]
+                return [outcome for job in batch for outcome in self._commit_apart([job])]
             cause = error.__cause__ if isinstance(error, _BatchBroken) else None
             return [(False, cause or error)]
         return outcomes
