@@ -89,13 +89,21 @@ class DoorTasks(StoreRows):
 
     def finish_door_task(
         self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
-    ) -> Pending[None]:
+    ) -> Pending[DoorTask | None]:
+        """How a task ended; awaited, the task as stored (None: it is gone, with its pairing)."""
         now = self._clock()
-        sql = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
-        return _then(
-            self._writer.change(lambda db: db.execute(sql, (state, reply, words, now, task_id))),
-            lambda _: None,
+        sql = (
+            "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
+            " RETURNING *"
         )
+
+        def change(db: sqlite3.Connection) -> DoorTask | None:
+            cursor = db.execute(sql, (state, reply, words, now, task_id))
+            rows = cursor.fetchall()
+            names = [column[0] for column in cursor.description]
+            return from_row(DoorTask, dict(zip(names, rows[0], strict=True))) if rows else None
+
+        return self._writer.change(change)
 
     def door_task(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
         """The task, only when it belongs to this pairing and agent: anyone else's is not found."""

@@ -422,9 +422,11 @@ async def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) ->
     assert store.door_task(first.id, "p_1", "researcher") is None  # another agent's too
     assert store.door_task(other.id, "p_1", "writer") is None
 
-    await store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
+    ended = await store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
     done = store.door_task(first.id, "p_1", "writer")
     assert done is not None
+    assert ended == done  # the task as it was stored, given back by the change itself
+    assert await store.finish_door_task("gone", "TASK_STATE_FAILED") is None
     assert (done.state, done.reply) == ("TASK_STATE_COMPLETED", "Done.")
     assert done.updated > first.updated
 

@@ -140,13 +140,13 @@ class PeerService:
             raise
         finally:
             self._release(pairing.id, running)
+        ended = running.ended
         if not running.job.cancelled() and running.job.exception() is not None:
             # A bug, not a refusal: the owner's log has it, the caller gets an ended task.
             log.error("Conch door: an answer failed", exc_info=running.job.exception())
-            await self.store.finish_door_task(
+            ended = await self.store.finish_door_task(
                 door_task.id, "TASK_STATE_FAILED", words="Something went wrong while answering."
             )
-        ended = self.store.door_task(door_task.id, pairing.id, agent.id)
         if ended is None:
             raise Refusal(ErrorCode.TASK_NOT_FOUND, "The pairing was removed while answering.")
         return task_json(ended, version)

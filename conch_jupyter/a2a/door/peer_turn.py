@@ -20,7 +20,7 @@ from ...agents import Agent
 from ...deadlines import duration
 from ...history import HISTORY_MESSAGES, Said
 from ...hub import Hub
-from ...store import Conversation, Message, Store
+from ...store import Conversation, DoorTask, Message, Store
 from ...store_writer import Pending
 from ...talk import clean_text
 from ...turn import Reply, TurnInput, Turns
@@ -54,6 +54,7 @@ class Running:
     task_id: str
     job: asyncio.Task[None] | None = None
     ending: Literal["canceled", "revoked"] | None = None
+    ended: DoorTask | None = None  # the task as stored once it ended: the caller's answer
 
 
 @dataclass
@@ -141,9 +142,11 @@ class PeerTurn:
             noted, self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
         )
 
-    async def _stored(self, noted: Pending[Message] | None, ended: Pending[None]) -> None:
+    async def _stored(
+        self, noted: Pending[Message] | None, ended: Pending[DoorTask | None]
+    ) -> None:
         try:
             if noted is not None:
                 self.hub.message(await noted)
         finally:
-            await ended
+            self.running.ended = await ended
