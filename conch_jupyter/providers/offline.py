@@ -3,8 +3,8 @@
 Owns the default agents' answers when no model is configured, so Conch can be tried (and its
 rounds, Stop button and hand-ons demonstrated) anywhere. A reply is a pure function of the
 request — same request, same reply — and says plainly that no model was asked. It streams word
-by word with a small delay so a person can watch it arrive and press Stop (line by line when the
-delay is 0, as in tests and benchmarks).
+by word with a small delay so a person can watch it arrive and press Stop (line by line, at once,
+when the delay is 0, as in tests and benchmarks).
 
 It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
 asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
@@ -75,12 +75,17 @@ class OfflineProvider:
         if call is not None:
             text = f"{LABEL}\n\n{call[1]}"
         words = _WORDS.findall(text)
-        # With no delay nobody can watch the words arrive, and each piece costs the server a
-        # pass through the stream (the door's benchmark answers at once): a line at a time.
-        pieces = words if self.delay else _LINES.findall(text)
+        if self.delay:
+            pieces = words
+        else:
+            # Nobody can watch the words arrive, and each piece costs the server a pass through
+            # the stream and the loop (the door's benchmark answers at once): a line at a time,
+            # with one sleep, which still gives the loop a chance to deliver a Stop.
+            pieces = _LINES.findall(text)
+            await self._sleep(0)
         for piece in pieces:
-            # Sleep even when the delay is 0: it gives the loop a chance to deliver a Stop.
-            await self._sleep(self.delay)
+            if self.delay:
+                await self._sleep(self.delay)
             yield TextDelta(piece)
         if call is not None:
             yield call[0]
