@@ -69,6 +69,18 @@ def turn(room: Room, who: Agent, **kw: Any) -> TurnInput:
     return TurnInput(room.chat, who, "You are Writer.", said, "Write a haiku", (who.name,), **kw)
 
 
+async def cancelled_mid_reply(room: Room, taken: TurnInput) -> Reply:
+    """The turn, cancelled once it has said something (what Stop and CancelTask do)."""
+    reply = Reply()
+    task = asyncio.create_task(room.turns.take(taken, reply))
+    while not reply.said_something:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return reply
+
+
 async def follow(room: Room, items: list[dict[str, Any]], ready: asyncio.Event) -> None:
     async with room.turns.hub.follow(room.chat) as queue:
         ready.set()
@@ -114,13 +126,7 @@ async def test_a_cancelled_reply_is_kept_and_billed_as_an_estimate(
     words = [f"word{i} " for i in range(100)]
     models.script(Scripted(chunks=words, delay_per_chunk=0.05))
     writer = on(models, room)
-    reply = Reply()
-    task = asyncio.create_task(room.turns.take(turn(room, writer), reply))
-    while not reply.said_something:
-        await asyncio.sleep(0.01)
-    task.cancel()  # what Stop and CancelTask do
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    reply = await cancelled_mid_reply(room, turn(room, writer))
     assert reply.text.startswith("word0 ")
     assert len(reply.text) < len("".join(words))
     assert room.store.messages(room.chat)[-1].text == reply.text
@@ -220,12 +226,6 @@ async def test_a_cancelled_turn_is_not_ended_by_the_caller_s_ending(
         seen.append(reply)
         return room.store.add_message(room.chat, "note", "ended")
 
-    reply = Reply()
-    task = asyncio.create_task(room.turns.take(turn(room, writer, ends_with=ends_with), reply))
-    while not reply.said_something:
-        await asyncio.sleep(0.01)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancelled_mid_reply(room, turn(room, writer, ends_with=ends_with))
     assert seen == []  # the caller decides what a cancellation means (the door: CancelTask)
     assert [m.role for m in room.store.messages(room.chat)] == ["agent"]

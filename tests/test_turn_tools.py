@@ -3,7 +3,6 @@ the driver's spend check, and never run for a turn that was offered no tools."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -16,7 +15,7 @@ from conch_jupyter.turn import Reply
 from . import test_turn
 from .scripted_models import Reply as Scripted
 from .scripted_models import ScriptedModels
-from .test_turn import Room, on, turn
+from .test_turn import Room, cancelled_mid_reply, on, turn
 
 pytestmark = pytest.mark.timeout(60)
 store, room = test_turn.store, test_turn.room  # the fixtures: a real store, Turns, a chat
@@ -92,13 +91,7 @@ async def test_a_loop_stopped_mid_request_bills_what_came_before_and_an_estimate
         Scripted(chunks=words, delay_per_chunk=0.05),
     )
     writer = on(models, room)
-    reply = Reply()
-    task = asyncio.create_task(room.turns.take(turn(room, writer, tools=NOTEBOOK_TOOLS), reply))
-    while not reply.said_something:
-        await asyncio.sleep(0.01)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    reply = await cancelled_mid_reply(room, turn(room, writer, tools=NOTEBOOK_TOOLS))
     (entry,) = room.store.spend_entries(room.chat)
     assert entry.estimated is True
     assert entry.input_tokens > 3  # the first request's 3, plus the cut one's estimate
