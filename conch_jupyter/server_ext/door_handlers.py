@@ -35,7 +35,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Literal
@@ -49,12 +49,12 @@ from tornado.httputil import HTTPMessageDelegate, HTTPServerRequest
 from tornado.iostream import StreamClosedError
 from tornado.routing import PathMatches, Router, Rule
 
-from ..a2a.door.calls import Refusal, read_call
+from ..a2a.door.calls import Call, Refusal, read_call
 from ..a2a.door.card import agent_card
 from ..a2a.door.forwarded import door_address
 from ..a2a.door.pairing import Pairing, PairingError
 from ..a2a.door.rules import Denied
-from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
+from ..a2a.wire import VERSION_HEADER, ErrorCode, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
 from .base import caller_scheme, endpoint_url, services_of, socket_peer, trusts_forwarded
@@ -280,9 +280,7 @@ class DoorExchange(HTTPMessageDelegate):
         elif self.route.kind == "card":
             self._answer_card()
         else:
-            task = asyncio.ensure_future(self._answer_call())
-            self.door.answering.add(task)
-            task.add_done_callback(self.door.answering.discard)
+            self._answer_call()
 
     def on_connection_close(self) -> None:
         self._closed = True
@@ -395,30 +393,56 @@ class DoorExchange(HTTPMessageDelegate):
             return
         self._send(200, card)
 
-    async def _answer_call(self) -> None:
+    def _answer_call(self) -> None:
+        """A JSON-RPC call: answered here and now if it waits for nothing, else in a task."""
         try:
             agent = self.scoped_agent()
         except Exception as error:
             self._answer(self._refusal_for(error))
             return
         assert self.pairing is not None
-        request_id: RequestId = None
+        pairing, peers = self.pairing, self.conch.peers
         try:
             call = read_call(
                 bytes(self._body),
                 self.request.headers.get("Content-Type"),
                 self.request.headers.get(VERSION_HEADER),
             )
-            request_id = call.id
-            endpoint = endpoint_url(self, agent.id)
-            result = await self.conch.peers.answer(call, self.pairing, agent, endpoint)
-            answer = rpc_result(request_id, result)
         except Refusal as refusal:
-            answer = refusal.answer(request_id)
-        except Exception:
-            # Never a 500 page for a caller: words, and the details in the owner's log.
-            log.exception("Conch door: answering a call to %s failed", agent.id)
-            answer = rpc_error(request_id, ErrorCode.INTERNAL, "Something went wrong inside Conch.")
+            self._send_rpc(refusal.answer(None))
+            return
+
+        def endpoint() -> str:
+            return endpoint_url(self, agent.id)
+
+        if not peers.waits(call):
+            try:
+                answer = rpc_result(call.id, peers.answer_at_once(call, pairing, agent, endpoint))
+            except Exception as error:
+                answer = self._rpc_refusal(call, agent, error)
+            self._send_rpc(answer)
+            return
+        task = asyncio.ensure_future(self._answer_later(call, agent, endpoint))
+        self.door.answering.add(task)
+        task.add_done_callback(self.door.answering.discard)
+
+    async def _answer_later(self, call: Call, agent: Agent, endpoint: Callable[[], str]) -> None:
+        assert self.pairing is not None
+        try:
+            result = await self.conch.peers.answer(call, self.pairing, agent, endpoint)
+            answer = rpc_result(call.id, result)
+        except Exception as error:
+            answer = self._rpc_refusal(call, agent, error)
+        self._send_rpc(answer)
+
+    def _rpc_refusal(self, call: Call, agent: Agent, error: Exception) -> Any:
+        if isinstance(error, Refusal):
+            return error.answer(call.id)
+        # Never a 500 page for a caller: words, and the details in the owner's log.
+        log.error("Conch door: answering a call to %s failed", agent.id, exc_info=error)
+        return rpc_error(call.id, ErrorCode.INTERNAL, "Something went wrong inside Conch.")
+
+    def _send_rpc(self, answer: Any) -> None:
         self._send(200, json.dumps(answer).encode())
 
     def _answer(self, denied: Denied, *, close: bool = False) -> None:
