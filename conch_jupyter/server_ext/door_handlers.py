@@ -311,19 +311,21 @@ class DoorExchange(HTTPMessageDelegate):
                 self.agent_id = agent_id_of(self.route.agent)
             except ValueError:
                 return _BAD_NAME
-        verdict = self.conch.door_gate.admit(
+        conch = self.conch
+        keys, pairings = conch.pairings.door()
+        verdict = conch.door_gate.admit(
             headers=request.headers,
             address=door_address(
                 socket_peer(self), request.headers, trust_forwarded=trusts_forwarded(self)
             ),
             protocol=caller_scheme(self),
-            keys=self.conch.pairings.door_keys(),
+            keys=keys,
         )
         if isinstance(verdict, Denied):
             return verdict
         if request.method != self.route.method:
             return _NOT_ALLOWED
-        self.pairing = self.conch.pairings.get(verdict)
+        self.pairing = pairings[verdict]
         return None
 
     def _host_allowed(self) -> bool:
