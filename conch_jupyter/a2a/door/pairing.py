@@ -14,7 +14,7 @@ import builtins
 import json
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -143,6 +143,12 @@ class PairingStore:
     def door_keys(self) -> DoorKeys:
         """Every pairing's key hash: what the door checks a key against."""
         return self._current().keys
+
+    def door(self) -> tuple[DoorKeys, Mapping[str, Pairing]]:
+        """What the door looks up for one request, from one look at the file: the keys, and the
+        pairings by id."""
+        known = self._current()
+        return known.keys, known.by_id
 
     def create(
         self,

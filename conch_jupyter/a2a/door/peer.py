@@ -59,20 +59,39 @@ class PeerService:
         self._buckets = KeyBuckets(self.bounds)
         self.store.fail_unfinished_door_tasks("The server stopped before the answer was finished.")
 
-    async def answer(self, call: Call, pairing: Pairing, agent: Agent, endpoint: str) -> Any:
-        """The result of a call that was let in; raises Refusal for one that is not answered."""
+    @staticmethod
+    def waits(call: Call) -> bool:
+        """Whether answering `call` waits for something (an agent's answer, a cancelled one's
+        end); GetTask, ListTasks and the card are answered at once, from what is stored."""
+        return isinstance(call.params, SendParams) or (
+            isinstance(call.params, TaskParams) and call.op != "get"
+        )
+
+    async def answer(
+        self, call: Call, pairing: Pairing, agent: Agent, endpoint: Callable[[], str]
+    ) -> Any:
+        """The result of a call that was let in; raises Refusal for one that is not answered.
+        `endpoint` makes the agent's address, for the card."""
         params, version = call.params, call.version
         if isinstance(params, SendParams):
             done = await self.send(pairing, agent, params, version)
             return {"task": done} if version == "1.0" else done
-        if isinstance(params, TaskParams) and call.op == "get":
-            return self.get(pairing, agent, params, version)
-        if isinstance(params, TaskParams):
+        if isinstance(params, TaskParams) and call.op != "get":
             return await self.cancel(pairing, agent, params, version)
+        return self.answer_at_once(call, pairing, agent, endpoint)
+
+    def answer_at_once(
+        self, call: Call, pairing: Pairing, agent: Agent, endpoint: Callable[[], str]
+    ) -> Any:
+        """The result of a call that does not wait (see waits): the door answers these without
+        a task of their own on the event loop."""
+        params, version = call.params, call.version
+        if isinstance(params, TaskParams):
+            return self.get(pairing, agent, params, version)
         if isinstance(params, ListParams):
             return self.list_tasks(pairing, agent, params)
         card = agent_card_v1 if version == "1.0" else agent_card_v03
-        return card(name=agent.name, persona=agent.persona, endpoint=endpoint)
+        return card(name=agent.name, persona=agent.persona, endpoint=endpoint())
 
     async def send(
         self, pairing: Pairing, agent: Agent, params: SendParams, version: Version
