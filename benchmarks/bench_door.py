@@ -234,9 +234,14 @@ def report(case: Case, labels: Sequence[str], against: Sequence[str]) -> dict[st
         ref = rows[label]
         print(
             f"  {'Conch/' + label:<14} {ours.rate / ref.rate:7.2f}x {ours.p50 / ref.p50:7.2f}x"
-            f" {ours.p90 / ref.p90:7.2f}x {ours.p99 / ref.p99:7.2f}x {ours.cpu / ref.cpu:9.2f}x"
+            f" {ours.p90 / ref.p90:7.2f}x {ours.p99 / ref.p99:7.2f}x {cpu_ratio(ours, ref)}"
         )
     return rows
+
+
+def cpu_ratio(ours: Row, ref: Row) -> str:
+    # The CPU time is read in clock ticks: a short run of a light server can read 0.
+    return f"{ours.cpu / ref.cpu:9.2f}x" if ref.cpu else f"{'-':>10}"
 
 
 def main() -> None:
@@ -378,7 +383,7 @@ def main() -> None:
             print(
                 f"  {label + ' grown/fresh':<14} {after.rate / before.rate:7.2f}x"
                 f" {after.p50 / before.p50:7.2f}x {after.p90 / before.p90:7.2f}x"
-                f" {after.p99 / before.p99:7.2f}x {after.cpu / before.cpu:9.2f}x"
+                f" {after.p99 / before.p99:7.2f}x {cpu_ratio(after, before)}"
             )
     for name, times in (("fresh", fresh_took), ("grown", grown_took)):
         if len(times) > 1:
