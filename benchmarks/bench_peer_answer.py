@@ -3,7 +3,9 @@
 answering at once (offline_delay=0), as bench_door.py's Conch server runs it.
 
 What it prints: the process's CPU time (all threads: the event loop and the store's writer) per
-message, one caller and `--concurrency` at once, and the event loop's own thread time. The same
+message, one caller and `--concurrency` at once, and the event loop's own thread time. The timed
+part also makes each JSON-RPC body and reads it (calls.read_call), as the door does before
+`answer`; HTTP is not in it (bench_door.py measures the whole door). The same
 pattern as bench_door.py: each pairing sends 5 messages in one context (its first opens the peer
 chat), then is not used again. `--profile FILE` runs cProfile over the concurrent part (the event
 loop's thread only) and prints its top. Prints; never asserts.
