@@ -92,16 +92,17 @@ class DoorTasks(StoreRows):
     ) -> Pending[DoorTask | None]:
         """How a task ended; awaited, the task as stored (None: it is gone, with its pairing)."""
         now = self._clock()
-        sql = (
-            "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
-            " RETURNING *"
-        )
+        update = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
+        # Read back in the same transaction; not with RETURNING, which SQLite has only since 3.35
+        # (RHEL 8's Python links 3.26).
+        select = "SELECT * FROM door_tasks WHERE id = ?"
 
         def change(db: sqlite3.Connection) -> DoorTask | None:
-            cursor = db.execute(sql, (state, reply, words, now, task_id))
-            rows = cursor.fetchall()
+            db.execute(update, (state, reply, words, now, task_id))
+            cursor = db.execute(select, (task_id,))
+            row = cursor.fetchone()
             names = [column[0] for column in cursor.description]
-            return from_row(DoorTask, dict(zip(names, rows[0], strict=True))) if rows else None
+            return None if row is None else from_row(DoorTask, dict(zip(names, row, strict=True)))
 
         return self._writer.change(change)
 
