@@ -23,10 +23,6 @@ def month_start(ts: float) -> float:
     return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
 
 
-def decode_json(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
 def encode_json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, allow_nan=False)
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .files import StoreError, ensure_private_dir
-from .rows import Conversation, DoorTask, Event, Message, Spend, decode_json, encode_json
+from .rows import Conversation, DoorTask, Event, Message, Spend, encode_json
 from .store_schema import _MIGRATIONS, SCHEMA_VERSION
 
 _R = TypeVar("_R", Conversation, Message, Event, DoorTask)
@@ -139,8 +140,22 @@ def insert(
 _INSERTS: dict[tuple[str, type[Any]], tuple[str, tuple[str, ...]]] = {}
 
 
-def from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
-    return cls(**{name: decode_json(v) if name in _JSON_COLUMNS else v for name, v in row.items()})
+def from_row(cls: type[_R], row: dict[str, Any]) -> _R:
+    """A row as its dataclass, its JSON columns decoded (in `row`, which is the caller's own
+    fresh dict, not copied). A turn reads its whole history window this way (40 messages), so
+    what is the same for every row of a class is found once."""
+    json_fields = _JSON_FIELDS.get(cls)
+    if json_fields is None:
+        found = (f.name for f in dataclasses.fields(cls))
+        json_fields = _JSON_FIELDS[cls] = tuple(name for name in found if name in _JSON_COLUMNS)
+    for name in json_fields:
+        text = row.get(name)
+        if text is not None:
+            row[name] = json.loads(text)
+    return cls(**row)
+
+
+_JSON_FIELDS: dict[type[Any], tuple[str, ...]] = {}
 
 
 def _version(db: sqlite3.Connection, path: Path) -> int:
