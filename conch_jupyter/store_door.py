@@ -49,6 +49,14 @@ class StoreRows:
     _db: sqlite3.Connection
     _clock: Callable[[], float]
 
+    def data_version(self) -> int:
+        """A number that changes whenever the writer commits (SQLite's data_version, as the
+        reading connection sees it): what was read before holds while it is the same."""
+        if self._writer.closed:
+            raise StoreClosed(self.path)
+        with guard(self.path, "read"):
+            return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
     def _select(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         if self._writer.closed:  # the reader closes with it; say so rather than sqlite3's words
             raise StoreClosed(self.path)

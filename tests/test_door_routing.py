@@ -3,20 +3,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 from tornado import web
 from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 
+from conch_jupyter.a2a.wire import rpc_result
 from conch_jupyter.server_ext.door_handlers import (
     NOTHING,
+    Answers,
     Door,
     DoorExchange,
     DoorRoute,
     agent_id_of,
     door_route,
     install_door,
+    rpc_result_text,
     writes_debug,
 )
 
@@ -106,3 +110,29 @@ def test_a_debug_line_is_written_only_where_a_handler_takes_it() -> None:
     assert writes_debug(child)  # through its parent's handler
     for handler in (info, everything):
         logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("request_id", [7, "abc", None, 'a "quoted" id'])
+def test_a_result_made_already_is_sent_as_json_dumps_would_send_it(request_id: object) -> None:
+    result = {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"}, "text": "é “x”"}
+    made = rpc_result_text(request_id, json.dumps(result).encode())  # type: ignore[arg-type]
+    assert made == json.dumps(rpc_result(request_id, result)).encode()  # type: ignore[arg-type]
+
+
+def test_kept_answers_hold_while_the_store_has_not_changed() -> None:
+    answers, made = Answers(), []
+
+    def make(text: str) -> object:
+        made.append(text)
+        return {"said": text}
+
+    assert answers.text(("t1",), 1, lambda: make("first")) == b'{"said": "first"}'
+    assert answers.text(("t1",), 1, lambda: make("second")) == b'{"said": "first"}'
+    assert answers.text(("t2",), 1, lambda: make("other")) == b'{"said": "other"}'
+    # Any commit (a new data_version) and everything is made again.
+    assert answers.text(("t1",), 2, lambda: make("third")) == b'{"said": "third"}'
+    assert made == ["first", "other", "third"]
+    # Bounded: once full, it starts again.
+    for n in range(Answers.LIMIT + 5):
+        answers.text((n,), 2, lambda: make("many"))
+    assert len(answers._texts) <= Answers.LIMIT

@@ -475,3 +475,15 @@ async def test_what_the_door_and_a_reply_store_together(store: Store) -> None:
     assert (stored.agent, store.messages(mine.id)) == ("ann", [reply])
     with pytest.raises(NotFound):
         await store.add_message("c_gone", "agent", "Hi", agent="ann", chat_agent=True)
+
+
+async def test_data_version_moves_with_each_commit_and_only_then(store: Store) -> None:
+    before = store.data_version()
+    assert store.data_version() == before  # reading changes nothing
+    chat = await store.create_conversation("A chat")
+    after_one = store.data_version()
+    assert after_one != before
+    store.messages(chat.id)
+    assert store.data_version() == after_one
+    await store.add_message(chat.id, "user", "Hello")
+    assert store.data_version() != after_one

@@ -53,8 +53,9 @@ from ..a2a.door.calls import Call, Refusal, read_call
 from ..a2a.door.card import agent_card
 from ..a2a.door.forwarded import door_address
 from ..a2a.door.pairing import Pairing, PairingError
+from ..a2a.door.params import TaskParams
 from ..a2a.door.rules import Denied
-from ..a2a.wire import VERSION_HEADER, ErrorCode, rpc_error, rpc_result
+from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents import Agent, AgentError
 from ..files import StoreError
 from .base import caller_scheme, endpoint_url, services_of, socket_peer, trusts_forwarded
@@ -183,6 +184,38 @@ def agent_id_of(spelled: str) -> str:
     return unquote_to_bytes(spelled).decode()
 
 
+class Answers:
+    """GetTask's answers as sent (the JSON-RPC result's text), kept while the store has not
+    committed anything since: A2A callers poll a task again and again, and its answer can only
+    change with a commit. Any commit at all (store.data_version) drops them all."""
+
+    LIMIT = 1024
+
+    def __init__(self) -> None:
+        self._version: int | None = None
+        self._texts: dict[tuple[Any, ...], bytes] = {}
+
+    def text(self, key: tuple[Any, ...], version: int, make: Callable[[], Any]) -> bytes:
+        if version != self._version or len(self._texts) >= self.LIMIT:
+            self._texts.clear()
+            self._version = version
+        found = self._texts.get(key)
+        if found is None:
+            found = self._texts[key] = json.dumps(make()).encode()
+        return found
+
+
+def rpc_result_text(request_id: RequestId, result: bytes) -> bytes:
+    """json.dumps(rpc_result(request_id, …)), with the result's text made already."""
+    return (
+        b'{"jsonrpc": "2.0", "id": '
+        + json.dumps(request_id).encode()
+        + b', "result": '
+        + result
+        + b"}"
+    )
+
+
 class Door(Router):
     """The door's place in tornado's router: every request below `{base_url}a2a` or
     `{base_url}.well-known` becomes a DoorExchange. `settings` is the web application's, so
@@ -193,6 +226,7 @@ class Door(Router):
         self.answering: set[asyncio.Task[None]] = set()  # JSON-RPC calls being answered
         self._date: tuple[int, str] = (0, "")
         self._timers: dict[tuple[str, int], Any] = {}
+        self.answers = Answers()
 
     def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate:
         return DoorExchange(self, request)
@@ -414,8 +448,7 @@ class DoorExchange(HTTPMessageDelegate):
         except Exception as error:
             self._answer(self._refusal_for(error))
             return
-        assert self.pairing is not None
-        pairing, peers = self.pairing, self.conch.peers
+        peers = self.conch.peers
         try:
             call = read_call(
                 bytes(self._body),
@@ -431,14 +464,29 @@ class DoorExchange(HTTPMessageDelegate):
 
         if not peers.waits(call):
             try:
-                answer = rpc_result(call.id, peers.answer_at_once(call, pairing, agent, endpoint))
+                text = self._text_at_once(call, agent, endpoint)
             except Exception as error:
-                answer = self._rpc_refusal(call, agent, error)
-            self._send_rpc(answer)
+                self._send_rpc(self._rpc_refusal(call, agent, error))
+            else:
+                self._send(200, rpc_result_text(call.id, text))
             return
         task = asyncio.ensure_future(self._answer_later(call, agent, endpoint))
         self.door.answering.add(task)
         task.add_done_callback(self.door.answering.discard)
+
+    def _text_at_once(self, call: Call, agent: Agent, endpoint: Callable[[], str]) -> bytes:
+        """The result's text of a call that does not wait; a task's from Answers."""
+        assert self.pairing is not None
+        pairing, peers = self.pairing, self.conch.peers
+
+        def make() -> Any:
+            return peers.answer_at_once(call, pairing, agent, endpoint)
+
+        params = call.params
+        if call.op != "get" or not isinstance(params, TaskParams):
+            return json.dumps(make()).encode()
+        key = (pairing.id, agent.id, call.version, params.id, params.history_length)
+        return self.door.answers.text(key, self.conch.store.data_version(), make)
 
     async def _answer_later(self, call: Call, agent: Agent, endpoint: Callable[[], str]) -> None:
         assert self.pairing is not None
