@@ -487,3 +487,17 @@ async def test_data_version_moves_with_each_commit_and_only_then(store: Store) -
     assert store.data_version() == after_one
     await store.add_message(chat.id, "user", "Hello")
     assert store.data_version() != after_one
+
+
+async def test_a_payers_spend_of_the_day_is_read_by_its_index(store: Store) -> None:
+    chat = await store.create_conversation("A chat")
+    for payer in ("pairing-a", "pairing-b", None):
+        for _ in range(3):
+            await store.add_spend(0.01, conversation_id=chat.id, agent="researcher", payer=payer)
+    assert store.spent_since(0.0, payer="pairing-a") == pytest.approx(0.03)
+    plan = store._db.execute(
+        "EXPLAIN QUERY PLAN SELECT COALESCE(SUM(usd), 0.0) FROM spend"
+        " WHERE created >= ? AND payer = ?",
+        (0.0, "pairing-a"),
+    ).fetchall()
+    assert any("spend_by_payer" in str(tuple(row)) for row in plan), [tuple(r) for r in plan]
