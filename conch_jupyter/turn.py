@@ -226,6 +226,8 @@ class Turns:
             payer=turn.payer,
         )
         ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)
+        if kept is not None:
+            self.hub.draw_ahead(turn.conversation_id, reply.text)
         try:
             if kept is not None:
                 self.hub.message(await kept, turn.agent.name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conch_jupyter.hub import FOLLOWER_QUEUE_LIMIT, Hub
+from conch_jupyter.render import render_markdown
 from conch_jupyter.rows import Message
 
 
@@ -92,3 +93,22 @@ def test_a_stored_reply_no_longer_streams_whether_or_not_anyone_follows() -> Non
     stored = Message("m1", "c1", "agent", "Hello", 1.0, "writer")
     hub.message(stored)  # nobody follows: no item is made, but m1 is done streaming
     assert [r["reply"] for r in hub.streaming("c1")] == ["m2"]
+
+
+async def test_a_message_is_drawn_ahead_only_for_a_chat_someone_follows() -> None:
+    hub = Hub()
+    render_markdown.cache_clear()
+    hub.draw_ahead("nobody-follows", "**Not drawn**")
+    assert render_markdown.cache_info().currsize == 0
+    async with hub.follow("c1") as queue:
+        hub.draw_ahead("c1", "**Drawn while it is stored**")
+        drawn = render_markdown.cache_info()
+        assert drawn.currsize == 1
+        reply = Message("m1", "c1", "agent", "**Drawn while it is stored**", 1.0, agent="ann")
+        hub.message(reply, "Ann")
+        item = queue.get_nowait()
+        assert item is not None
+        assert item["message"]["html"] == render_markdown("**Drawn while it is stored**")
+        # Published, it was found drawn, not drawn again.
+        assert render_markdown.cache_info().hits > drawn.hits
+        assert render_markdown.cache_info().misses == drawn.misses
