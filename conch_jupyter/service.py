@@ -73,6 +73,17 @@ class _Chat:
     running: asyncio.Task[Any] | None = None
     # The reply being made now (kept, and counted as a reply, if stopped once it said something).
     reply: Reply | None = None
+    # The engine's step after the reply just made, taken as it was stored (_ahead).
+    next: _Next | None = None
+
+
+@dataclass(frozen=True)
+class _Next:
+    """The engine's decision after a reply, and the next turn's note if it was queued with the
+    reply (one commit for both: the time between two turns holds one commit, not two)."""
+
+    decision: Decision
+    note: asyncio.Task[Message] | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +231,7 @@ class RoundService:
                 )
             finally:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
+                chat.next = None
 
     async def _answer(self, chat: _Chat, message: Message) -> None:
         self.tools.new_message(chat.id)
@@ -266,14 +278,20 @@ class RoundService:
         rnd = chat.round
         assert rnd is not None
         agent = room.agent(turn.agent)
-        refusal = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
-        if refusal:
-            return rnd.handle(TurnRefused(agent.name, refusal))
+        ahead, chat.next = chat.next, None
+        noted = ahead.note if ahead is not None and ahead.decision is turn else None
+        if noted is None:
+            refusal = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
+            if refusal:
+                return rnd.handle(TurnRefused(agent.name, refusal))
         place = None
         if chat.visible:
             handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
             place = {"turn": turn.turn, "handed_by": handed_by}
-            await self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+            if noted is None:
+                await self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+            else:
+                self._publish_message(await noted)  # stored with the reply before it
             if rnd.ended is not None:  # stopped while the note was being stored
                 return rnd.ended
         reply = chat.reply = Reply()
@@ -287,8 +305,46 @@ class RoundService:
         if reply.failure is not None:
             words = f"{agent.name} could not answer: {reply.failure}"
             return rnd.handle(ProviderFailed(agent.name, words))
+        if chat.next is not None:  # the engine went on as the reply was stored (_ahead)
+            if rnd.ended is not None or not isinstance(chat.next.decision, Speak):
+                done, chat.next = chat.next, None
+                if done.note is not None:  # stored, though a Stop came before its turn
+                    self._publish_message(await done.note)
+                return rnd.ended or done.decision
+            return chat.next.decision
         rnd.handle(SpendRecorded(reply.cost))
         return rnd.handle(ReplyEnded(agent.name, reply.text))
+
+    def _ahead(
+        self, chat: _Chat, room: _Room, agent: Agent, reply: Reply
+    ) -> asyncio.Task[Message] | None:
+        """As a reply of a round is queued to be stored (Turns' ends_with): the engine's next
+        step, and when that is another of your agents' turn and no budget refuses it, its note,
+        queued right behind the reply so one commit stores both."""
+        rnd = chat.round
+        if rnd is None or rnd.ended is not None or reply.failure is not None:
+            return None
+        rnd.handle(SpendRecorded(reply.cost))
+        decision = rnd.handle(ReplyEnded(agent.name, reply.text))
+        chat.next = _Next(decision)
+        if not isinstance(decision, Speak):
+            return None
+        speaker = room.agent(decision.agent)
+        # This reply's cost is not in the ledger yet: it is queued with the note.
+        if turn_refusal(
+            self.store, self.budget, speaker, chat.id, self.clock(), pending=reply.cost
+        ):
+            return None  # the turn's own check says so, and in words, when it comes
+        handed_by = room.id_of(decision.handed_by) if decision.handed_by else None
+        place = {"turn": decision.turn, "handed_by": handed_by}
+        words = turn_note(speaker.name, decision.handed_by)
+        try:
+            queued = self.store.add_message(chat.id, "note", words, round=place)
+        except StoreError:
+            return None  # the turn stores its note itself, and says why it cannot
+        note = asyncio.ensure_future(queued)
+        chat.next = _Next(decision, note)
+        return note
 
     async def _ask(self, chat: _Chat, room: _Room, turn: Ask, message: Message) -> Decision:
         """Send the user's message, and nothing else of the chat, to an outside agent."""
@@ -352,6 +408,7 @@ class RoundService:
             spend_check=lambda cost: loop_refusal(
                 self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
             ),
+            ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,
         )
 
     async def _finish(self, chat: _Chat, end: End) -> None:

@@ -7,8 +7,9 @@ the offline default and unpriced local models always answer.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from .agents import Agent
 from .providers.base import Usage
@@ -32,13 +33,13 @@ def record_spend(
     *,
     conversation_id: str,
     payer: str | None = None,
-) -> Pending[float]:
-    """Put a reply's cost in the ledger (nothing for an unpriced agent); awaited, it gives the
-    cost once stored. Queued at the call, like every change of the store, so it can share a
-    commit with what was queued just before it. Usage that Conch estimated (a cut-off reply) is
-    marked as an estimate in the ledger."""
+) -> Billed:
+    """Put a reply's cost in the ledger (nothing for an unpriced agent): the cost is known at
+    once (`.cost`); awaited, it is given once stored. Queued at the call, like every change of
+    the store, so it can share a commit with what was queued just before it. Usage that Conch
+    estimated (a cut-off reply) is marked as an estimate in the ledger."""
     if usage is None or agent.price is None:
-        return _cost(None, 0.0)
+        return Billed(0.0, None)
     cost = agent.price.cost(usage)
     stored = store.add_spend(
         cost,
@@ -49,13 +50,20 @@ def record_spend(
         output_tokens=usage.output_tokens,
         estimated=usage.estimated,
     )
-    return _cost(stored, cost)
+    return Billed(cost, stored)
 
 
-async def _cost(stored: Awaitable[None] | None, cost: float) -> float:
-    if stored is not None:
-        await stored
-    return cost
+class Billed:
+    """A reply's cost, known at once, and (awaited) the same once it is in the ledger."""
+
+    def __init__(self, cost: float, stored: Pending[None] | None) -> None:
+        self.cost = cost
+        self._stored = stored
+
+    def __await__(self) -> Generator[Any, None, float]:
+        if self._stored is not None:
+            yield from self._stored.__await__()
+        return self.cost
 
 
 def month_spent_over(

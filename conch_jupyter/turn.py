@@ -89,8 +89,9 @@ class TurnInput:
     spend_check: Callable[[float], str | None] | None = None
     # What the caller stores once the reply has ended (not when the turn is cancelled): it
     # queues its changes when called, right after the reply's, so one commit holds both (the
-    # door's task ends with its answer), and gives what to await for them.
-    ends_with: Callable[[Reply], Awaitable[object]] | None = None
+    # door's task ends with its answer; a round's next turn its note), and gives what to await
+    # for them (None: nothing queued).
+    ends_with: Callable[[Reply], Awaitable[object] | None] | None = None
 
 
 @dataclass
@@ -225,13 +226,14 @@ class Turns:
             conversation_id=turn.conversation_id,
             payer=turn.payer,
         )
+        reply.cost = spent.cost  # known now: the caller's ending may go by it
         ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)
         if kept is not None:
             self.hub.draw_ahead(turn.conversation_id, reply.text)
         try:
             if kept is not None:
                 self.hub.message(await kept, turn.agent.name)
-            reply.cost = await spent
+            await spent
         finally:
             if ended is not None:
                 await ended

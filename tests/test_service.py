@@ -4,6 +4,7 @@ model (no network, no Jupyter server). The HTTP side is tests/test_rounds_server
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,3 +149,33 @@ async def test_close_ends_every_runner(driver: Driver) -> None:
     assert not driver.rounds.busy(chat)
     # What was said before the server stopped is kept, like a Stop.
     assert [m.role for m in driver.store.messages(chat)] == ["user", "agent"]
+
+
+async def test_a_reply_and_the_next_turns_note_are_stored_in_one_commit(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = (await driver.store.create_conversation()).id
+    writer = driver.store._writer
+    commit = writer._commit
+    stored_after: list[list[str]] = []  # the chat's messages as each commit left them
+
+    def counted(batch: list[Any]) -> Any:
+        done = commit(batch)
+        with sqlite3.connect(driver.store.path) as db:
+            rows = db.execute(
+                "SELECT role, text FROM messages WHERE conversation_id = ? ORDER BY seq", (chat,)
+            ).fetchall()
+        stored_after.append([f"{role}: {text[:20]}" for role, text in rows])
+        return done
+
+    monkeypatch.setattr(writer, "_commit", counted)
+    await driver.rounds.post(chat, "@Writer then @Researcher, plan a picnic")
+    done = await settled(driver.rounds, chat)
+    said = [f"{m['role']}: {m['text'][:20]}" for m in done["messages"]]
+    assert [s.split(":")[0] for s in said] == ["user", "note", "agent", "note", "agent"]
+    # The Writer's reply and the note of the Researcher's turn came in the same commit: no
+    # commit left the Writer's reply stored without the note that follows it.
+    assert said[:4] in stored_after
+    assert said[:3] not in stored_after
+    # The Researcher's reply ends the round: nothing is queued with it.
+    assert said in stored_after
