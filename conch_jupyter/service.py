@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .a2a.outside.service import OutsideAgents
@@ -26,6 +25,7 @@ from .deadlines import settle
 from .files import StoreError
 from .history import HISTORY_MESSAGES, Said, system_prompt
 from .hub import Hub
+from .live_chat import LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note
 from .names import clashes
 from .notebook.rules import NOTEBOOK_TOOLS
@@ -60,51 +60,6 @@ class ChatNotFound(LookupError):
     pass
 
 
-@dataclass
-class _Chat:
-    """What is live in one chat: its inbox of user messages and the round running now."""
-
-    id: str
-    inbox: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
-    runner: asyncio.Task[None] | None = None
-    round: Round | None = None
-    visible: bool = False  # a round the user started by mentioning, not a plain reply
-    # The turn or the outside call running now: Stop cancels it.
-    running: asyncio.Task[Any] | None = None
-    # The reply being made now (kept, and counted as a reply, if stopped once it said something).
-    reply: Reply | None = None
-    # The engine's step after the reply just made, taken as it was stored (_ahead).
-    next: _Next | None = None
-
-
-@dataclass(frozen=True)
-class _Next:
-    """The engine's decision after a reply, and the next turn's note if it was queued with the
-    reply (one commit for both: the time between two turns holds one commit, not two)."""
-
-    decision: Decision
-    note: asyncio.Task[Message] | None = None
-
-
-@dataclass(frozen=True)
-class _Room:
-    """Who can be named while one message is answered: your agents and outside agents."""
-
-    agents: list[Agent]
-    outside: dict[str, str]  # an outside agent's name → its id
-
-    def agent(self, name: str) -> Agent:
-        return next(a for a in self.agents if a.name == name)
-
-    def id_of(self, name: str) -> str:
-        found = next((a.id for a in self.agents if a.name == name), None)
-        return found or self.outside.get(name, name)
-
-    def names(self) -> dict[str, str]:
-        """Every id → the name people see (your agents and outside agents)."""
-        return {**{i: n for n, i in self.outside.items()}, **{a.id: a.name for a in self.agents}}
-
-
 class RoundService:
     def __init__(
         self,
@@ -127,7 +82,7 @@ class RoundService:
         self.outside_turns = OutsideTurns(store, hub, outside) if outside is not None else None
         # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
         self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
-        self._chats: dict[str, _Chat] = {}
+        self._chats: dict[str, LiveChat] = {}
 
     # --- what the handlers call ---
 
@@ -136,7 +91,7 @@ class RoundService:
         self._require(conversation_id)
         message = await self.store.add_message(conversation_id, "user", text)
         self._publish_message(message)
-        chat = self._chats.setdefault(conversation_id, _Chat(conversation_id))
+        chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
         if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
         self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
@@ -212,7 +167,7 @@ class RoundService:
 
     # --- the runner ---
 
-    async def _drain(self, chat: _Chat) -> None:
+    async def _drain(self, chat: LiveChat) -> None:
         while not chat.inbox.empty():
             message = chat.inbox.get_nowait()
             try:
@@ -233,7 +188,7 @@ class RoundService:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
                 chat.next = None
 
-    async def _answer(self, chat: _Chat, message: Message) -> None:
+    async def _answer(self, chat: LiveChat, message: Message) -> None:
         self.tools.new_message(chat.id)
         room = self._room()
         if not room.agents:
@@ -266,15 +221,15 @@ class RoundService:
                 decision = await self._speak(chat, room, decision, message)
         await self._finish(chat, decision)
 
-    def _room(self) -> _Room:
+    def _room(self) -> Room:
         outside = self.outside.list() if self.outside is not None else []
-        return _Room(self.agents.list(), {o.name: o.id for o in outside})
+        return Room(self.agents.list(), {o.name: o.id for o in outside})
 
     def _chat_agent(self, conversation_id: str, agents: list[Agent]) -> Agent:
         current = self._require(conversation_id).agent
         return next((a for a in agents if a.id == current), agents[0])
 
-    async def _speak(self, chat: _Chat, room: _Room, turn: Speak, message: Message) -> Decision:
+    async def _speak(self, chat: LiveChat, room: Room, turn: Speak, message: Message) -> Decision:
         rnd = chat.round
         assert rnd is not None
         agent = room.agent(turn.agent)
@@ -316,7 +271,7 @@ class RoundService:
         return rnd.handle(ReplyEnded(agent.name, reply.text))
 
     def _ahead(
-        self, chat: _Chat, room: _Room, agent: Agent, reply: Reply
+        self, chat: LiveChat, room: Room, agent: Agent, reply: Reply
     ) -> asyncio.Task[Message] | None:
         """As a reply of a round is queued to be stored (Turns' ends_with): the engine's next
         step, and when that is another of your agents' turn and no budget refuses it, its note,
@@ -326,7 +281,7 @@ class RoundService:
             return None
         rnd.handle(SpendRecorded(reply.cost))
         decision = rnd.handle(ReplyEnded(agent.name, reply.text))
-        chat.next = _Next(decision)
+        chat.next = NextTurn(decision)
         if not isinstance(decision, Speak):
             return None
         speaker = room.agent(decision.agent)
@@ -343,10 +298,10 @@ class RoundService:
         except StoreError:
             return None  # the turn stores its note itself, and says why it cannot
         note = asyncio.ensure_future(queued)
-        chat.next = _Next(decision, note)
+        chat.next = NextTurn(decision, note)
         return note
 
-    async def _ask(self, chat: _Chat, room: _Room, turn: Ask, message: Message) -> Decision:
+    async def _ask(self, chat: LiveChat, room: Room, turn: Ask, message: Message) -> Decision:
         """Send the user's message, and nothing else of the chat, to an outside agent."""
         rnd = chat.round
         assert rnd is not None
@@ -368,7 +323,7 @@ class RoundService:
             return rnd.handle(ProviderFailed(turn.agent, failed))
         return rnd.handle(OutsideAnswered(turn.agent))
 
-    async def _run(self, chat: _Chat, task: asyncio.Task[Any]) -> None:
+    async def _run(self, chat: LiveChat, task: asyncio.Task[Any]) -> None:
         """Wait for the turn or outside call `task`, however it ends: Stop may cancel it
         meanwhile, and the server stopping cancels it with us."""
         chat.running = task
@@ -379,8 +334,8 @@ class RoundService:
 
     def _turn_input(
         self,
-        chat: _Chat,
-        room: _Room,
+        chat: LiveChat,
+        room: Room,
         agent: Agent,
         message: Message,
         place: dict[str, Any] | None,
@@ -411,7 +366,7 @@ class RoundService:
             ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,
         )
 
-    async def _finish(self, chat: _Chat, end: End) -> None:
+    async def _finish(self, chat: LiveChat, end: End) -> None:
         if end.reason == "outside":
             speaker = end.speakers[-1] if end.speakers else "An agent"
             await self._note(chat.id, outside_refused_note(speaker, end.named_outside))
@@ -447,7 +402,7 @@ class RoundService:
             "waiting": [room.id_of(n) for n in rnd.waiting],
         }
 
-    def _publish_round(self, chat: _Chat) -> None:
+    def _publish_round(self, chat: LiveChat) -> None:
         self.hub.publish(chat.id, {"type": "round", "round": self.round_state(chat.id)})
 
     def _publish_message(self, message: Message) -> None:
