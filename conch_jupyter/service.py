@@ -298,6 +298,9 @@ class RoundService:
         except StoreError:
             return None  # the turn stores its note itself, and says why it cannot
         note = asyncio.ensure_future(queued)
+        # If the round ends without awaiting it (the reply's own commit failed), its error is
+        # the runner's to say, not asyncio's "never retrieved".
+        note.add_done_callback(lambda done: done.cancelled() or done.exception())
         chat.next = NextTurn(decision, note)
         return note
 
