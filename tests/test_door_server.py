@@ -638,6 +638,9 @@ async def test_one_at_a_time_and_cancelling_the_running_answer(
         await asyncio.sleep(0.02)
     running = listed["result"]["tasks"][0]
     assert running["status"]["state"] == "TASK_STATE_WORKING"
+    for _ in range(2):  # the second answer is the kept one: nothing was stored between
+        _, got = await call(url, made["key"], "GetTask", {"id": running["id"]})
+        assert got["result"]["status"]["state"] == "TASK_STATE_WORKING"
 
     started = time.monotonic()
     _, busy = await call(url, made["key"], "SendMessage", text_message("Me too"))
@@ -657,6 +660,9 @@ async def test_one_at_a_time_and_cancelling_the_running_answer(
     status, answer = await first
     assert status == 200
     assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    # The commit that ended it dropped the kept WORKING answer.
+    _, got = await call(url, made["key"], "GetTask", {"id": running["id"]})
+    assert got["result"]["status"]["state"] == "TASK_STATE_CANCELED"
     _, again = await call(url, made["key"], "CancelTask", {"id": running["id"]})
     assert again["error"]["code"] == -32002
     assert "already ended" in again["error"]["message"]
