@@ -176,6 +176,26 @@ async def test_a_turn_over_the_chats_limit_is_not_started(
     assert last["messages"][-1]["agent"] == "researcher"
 
 
+@pytest.mark.parametrize("conch_config", [{"chat_limit_usd": 0.01}])
+async def test_a_round_stops_at_the_limit_its_last_reply_reached(
+    api: Api, models: ScriptedModels, conch_config: dict[str, Any]
+) -> None:
+    # The next turn is decided as Bot's reply is stored, before its cost is in the ledger: the
+    # limit still counts that reply, so Bob's turn is refused, never noted or sent.
+    models.responder = lambda body: Reply(text="priced", usage=(0, 10_000))
+    price = {"input_per_mtok": 0, "output_per_mtok": 2}
+    await agent_on(api, "Bot", "openai", models.openai_url, price)
+    await agent_on(api, "Bob", "openai", models.openai_url, price)
+    _, chat = await api("POST", "conversations", {})
+    await api("POST", f"conversations/{chat['id']}/messages", {"text": "@Bot then @Bob, go"})
+    done = await settled(api, chat["id"])
+    assert len(models.requests) == 1
+    notes = [m["text"] for m in done["messages"] if m["role"] == "note"]
+    assert "Bob's turn" not in notes
+    assert "Bob did not answer" in notes[-1]
+    assert "$0.02 of its $0.01 limit" in notes[-1]
+
+
 @pytest.mark.parametrize("conch_config", [{"monthly_budget_usd": 0.03, "chat_limit_usd": None}])
 async def test_the_monthly_budget_holds_across_chats(
     api: Api, models: ScriptedModels, conch_config: dict[str, Any]
