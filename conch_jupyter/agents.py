@@ -133,6 +133,15 @@ def _price_input(price: object) -> object:
     return dataclasses.asdict(price) if isinstance(price, Price) else price
 
 
+@dataclass(frozen=True)
+class _Known:
+    """The agents as the files on disk say now, in order and by id."""
+
+    stamp: tuple[Stamp, Stamp]
+    agents: builtins.list[Agent]
+    by_id: dict[str, Agent]
+
+
 class AgentStore:
     """The agents file and the sealed keys.
 
@@ -154,24 +163,27 @@ class AgentStore:
         self._clock = clock
         # Names taken by outside agents: a mention must say whom it means.
         self._other_names = other_names
-        self._cache: tuple[tuple[Stamp, Stamp], builtins.list[Agent]] | None = None
+        self._cache: _Known | None = None
 
     def __repr__(self) -> str:
         return f"AgentStore({str(self.path)!r})"
 
-    def list(self) -> builtins.list[Agent]:
+    def _known(self) -> _Known:
         stamp = (file_stamp(self.path), file_stamp(self._secrets.path))
-        if self._cache is None or self._cache[0] != stamp:
+        if self._cache is None or self._cache.stamp != stamp:
             keys = set(self._secrets.names())
             agents = [_agent(stored, stored.id in keys) for stored in self._read().agents]
-            self._cache = (stamp, agents)
-        return builtins.list(self._cache[1])
+            self._cache = _Known(stamp, agents, {agent.id: agent for agent in agents})
+        return self._cache
+
+    def list(self) -> builtins.list[Agent]:
+        return builtins.list(self._known().agents)
 
     def get(self, agent_id: str) -> Agent:
-        for agent in self.list():
-            if agent.id == agent_id:
-                return agent
-        raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
+        found = self._known().by_id.get(agent_id)
+        if found is None:
+            raise AgentError("not_found", f"There is no agent with the id “{agent_id}”.")
+        return found
 
     def has_key(self, agent_id: str) -> bool:
         return self.get(agent_id).has_key

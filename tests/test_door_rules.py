@@ -14,6 +14,7 @@ from google.protobuf import json_format
 
 from conch_jupyter.a2a.door.calls import (
     Refusal,
+    _plain_method,
     list_json,
     list_query,
     message_words,
@@ -43,6 +44,7 @@ from conch_jupyter.a2a.door.rules import (
     new_key,
     remote_refusal,
 )
+from conch_jupyter.a2a.wire import RpcRequest
 from conch_jupyter.store import DoorTask
 
 from .conftest import Clock
@@ -390,6 +392,7 @@ JSON = "application/json"
         (body(method=""), JSON, "1.0", -32600, "r1"),
         (body(method=7), JSON, "1.0", -32600, "r1"),
         (body(method="x" * 101), JSON, "1.0", -32600, "r1"),
+        (body(method="\ud800"), JSON, "1.0", -32600, "r1"),
         (body("Nope"), JSON, "1.0", -32601, "r1"),
         (body("GetTаsk"), JSON, "1.0", -32601, "r1"),
         (body("gettask"), JSON, "1.0", -32601, "r1"),
@@ -444,6 +447,46 @@ def test_read_call_refusals(
     info = answer["error"]["data"][0]
     assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
     assert info["domain"] == "a2a-protocol.org"
+
+
+@pytest.mark.parametrize(
+    ("envelope", "plain"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}, True),
+        ({"jsonrpc": "2.0", "id": "r-1", "method": "tasks/get", "params": []}, True),
+        ({"jsonrpc": "2.0", "method": "SendMessage"}, True),
+        ({"jsonrpc": "2.0", "id": None, "method": "ListTasks", "params": None}, True),
+        ({"jsonrpc": "2.0", "id": 10**30, "method": "GetTask"}, True),
+        # RpcRequest's to judge (it takes the first two).
+        ({"jsonrpc": "2.0", "id": "é", "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0", "id": "\udc00", "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0", "id": True, "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0", "id": 1.0, "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0", "id": [], "method": "GetTask"}, False),
+        ({"jsonrpc": 2.0, "id": 1, "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0 ", "id": 1, "method": "GetTask"}, False),
+        ({"id": 1, "method": "GetTask"}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": ["GetTask"]}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "Nope"}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "\ud800"}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": ""}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": "t"}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": 0}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "extra": 1}, False),
+    ],
+)
+def test_the_usual_envelope_is_read_plainly_and_only_as_rpc_request_reads_it(
+    envelope: dict[str, Any], plain: bool
+) -> None:
+    """The door reads the usual envelope with plain lookups, no pydantic on the hot path; and
+    takes nothing that way that RpcRequest (strict) would refuse or read otherwise."""
+    method = _plain_method(envelope)
+    assert (method is not None) is plain
+    if plain:
+        strict = RpcRequest.model_validate(
+            {k: v for k, v in envelope.items() if k != "params"}, strict=True
+        )
+        assert method == strict.method
 
 
 @pytest.mark.parametrize(

@@ -108,6 +108,31 @@ def _request_id(data: dict[str, Any]) -> RequestId:
     return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
+_ENVELOPE = frozenset(("jsonrpc", "method", "id", "params"))
+
+
+def _plain_method(data: dict[str, Any]) -> str | None:
+    """The method of an envelope RpcRequest (strict) takes as it is, read with plain lookups:
+    what nearly every call sends (a method of ours, an ASCII or number id). None: anything
+    else, for RpcRequest to judge and find the words (it refuses a lone surrogate, say)."""
+    method = data.get("method")
+    request_id = data.get("id")
+    if (
+        data.get("jsonrpc") == "2.0"
+        and type(method) is str
+        and method in METHODS
+        and (
+            request_id is None
+            or type(request_id) is int
+            or (type(request_id) is str and request_id.isascii())
+        )
+        and type(data.get("params")) in (dict, list, type(None))
+        and data.keys() <= _ENVELOPE
+    ):
+        return method
+    return None
+
+
 def read_call(body: bytes, content_type: str | None, version_header: str | None) -> Call:
     """The call a request body holds; raises Refusal (with the request's id when known)."""
     if (content_type or "").split(";")[0].strip().lower() != "application/json":
@@ -125,6 +150,9 @@ def read_call(body: bytes, content_type: str | None, version_header: str | None)
         raise Refusal(ErrorCode.INVALID_REQUEST, "A JSON-RPC request is a JSON object.")
     request_id = _request_id(data)
     params = data.get("params")
+    method = _plain_method(data)
+    if method is not None:
+        return _call(request_id, method, params, version_header)
     try:
         envelope = {k: v for k, v in data.items() if k != "params"}
         method = RpcRequest.model_validate(envelope, strict=True).method
