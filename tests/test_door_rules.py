@@ -11,6 +11,7 @@ from a2a.compat.v0_3 import types as types_v03
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard
 from google.protobuf import json_format
+from pydantic import ValidationError
 
 from conch_jupyter.a2a.door.calls import (
     Refusal,
@@ -23,7 +24,7 @@ from conch_jupyter.a2a.door.calls import (
     version_of,
 )
 from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
-from conch_jupyter.a2a.door.params import ListParams, SendParams
+from conch_jupyter.a2a.door.params import ListParams, SendParams, TaskParams, plain_task_params
 from conch_jupyter.a2a.door.peer_turn import peer_prompt
 from conch_jupyter.a2a.door.rules import (
     DoorBounds,
@@ -487,6 +488,47 @@ def test_the_usual_envelope_is_read_plainly_and_only_as_rpc_request_reads_it(
             {k: v for k, v in envelope.items() if k != "params"}, strict=True
         )
         assert method == strict.method
+
+
+@pytest.mark.parametrize(
+    ("params", "plain"),
+    [
+        ({"id": "t_0123"}, True),
+        ({"id": "t", "historyLength": 0, "tenant": "", "metadata": {}}, True),
+        ({"id": "t", "historyLength": None}, True),
+        ({"id": "x" * 200, "historyLength": 10**20}, True),
+        ({"id": "tâche"}, True),
+        # The model's to judge: it refuses them all.
+        ({"id": "x" * 201}, False),
+        ({"id": "a b"}, False),
+        ({"id": "a\tb"}, False),
+        ({"id": "a\u200bb"}, False),
+        ({"id": ""}, False),
+        ({"id": 1}, False),
+        ({"id": "t", "historyLength": -1}, False),
+        ({"id": "t", "historyLength": True}, False),
+        ({"id": "t", "historyLength": 1.0}, False),
+        ({"id": "t", "historyLength": "1"}, False),
+        ({"historyLength": 1}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_task_params_are_read_plainly_only_as_the_model_reads_them(
+    params: dict[str, Any] | None, plain: bool
+) -> None:
+    read = plain_task_params(params)
+    assert (read is not None) is plain
+    try:
+        model: TaskParams | None = TaskParams.model_validate(params or {})
+    except ValidationError:
+        model = None
+    if read is not None:
+        assert params is not None
+        assert read == model
+        assert (read.id, read.history_length) == (params["id"], params.get("historyLength"))
+    else:
+        assert model is None
 
 
 @pytest.mark.parametrize(

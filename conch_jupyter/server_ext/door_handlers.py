@@ -81,18 +81,30 @@ _PORT = re.compile(r":\d+$")
 def local_host(host: str, local_hostnames: Sequence[str]) -> bool:
     """Jupyter's Host rule (JupyterHandler.check_host) when remote access is off: a loopback
     address, one of `local_hostnames`, or the path of a UNIX socket that exists."""
+    socket_path = _socket_path(host)
+    if socket_path is not None and os.path.exists(socket_path):
+        return True
+    return _local_name(host, tuple(local_hostnames))
+
+
+def _bare(host: str) -> str:
     host = _PORT.sub("", host)
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # an IPv6 address as browsers write it
-    socket_path = urldecode_unix_socket_path(host)
-    if socket_path.startswith("/") and os.path.exists(socket_path):
-        return True
-    return _local_name(host, tuple(local_hostnames))
+    return host
+
+
+@functools.lru_cache(maxsize=64)
+def _socket_path(host: str) -> str | None:
+    """The UNIX socket a Host names, or None: it names none."""
+    socket_path = urldecode_unix_socket_path(_bare(host))
+    return socket_path if socket_path.startswith("/") else None
 
 
 @functools.lru_cache(maxsize=64)
 def _local_name(host: str, local_hostnames: tuple[str, ...]) -> bool:
     """A loopback address or a local hostname: the same few Hosts come on every request."""
+    host = _bare(host)
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -151,6 +163,7 @@ _ROUTE = re.compile(
     r"|a2a/(?P<card>[^/]{1,300})/\.well-known/agent-card\.json"
     r"|a2a/(?P<rpc>[^/]{1,300})/?"
 )
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
 _NOT_ALLOWED = Denied(405, "method_not_allowed", "Method Not Allowed.")
 _BAD_NAME = Denied(400, "bad_request", "The agent's name in the address is not valid UTF-8.")
 _STORAGE = Denied(503, "storage", "The door cannot read its pairings right now.")
@@ -170,7 +183,18 @@ class DoorRoute:
 NOTHING = DoorRoute("nothing", "")
 
 
+_LONGEST_ROUTE = len("a2a/") + 300 + len("/.well-known/agent-card.json")
+
+
 def door_route(below_base: str) -> DoorRoute:
+    if len(below_base) > _LONGEST_ROUTE:
+        return NOTHING  # and not kept: only what can be a route is
+    return _route(below_base)
+
+
+@functools.lru_cache(maxsize=256)
+def _route(below_base: str) -> DoorRoute:
+    """A route, made once for each path: callers ask at the same few again and again."""
     found = _ROUTE.fullmatch(below_base)
     if found is None:
         return NOTHING
@@ -179,6 +203,7 @@ def door_route(below_base: str) -> DoorRoute:
     return DoorRoute("card", "GET", found["card"])
 
 
+@functools.lru_cache(maxsize=256)
 def agent_id_of(spelled: str) -> str:
     """The agent's id from its percent-encoded spelling in the path; ValueError if not UTF-8."""
     return unquote_to_bytes(spelled).decode()
@@ -543,7 +568,7 @@ class DoorExchange(HTTPMessageDelegate):
                     **(extra or {}),
                 }
             )
-            start = httputil.ResponseStartLine("HTTP/1.1", status, HTTPStatus(status).phrase)
+            start = httputil.ResponseStartLine("HTTP/1.1", status, _PHRASES[status])
             try:
                 connection.write_headers(
                     start, headers, None if self.request.method == "HEAD" else body

@@ -39,7 +39,7 @@ from ..wire import (
     rpc_error,
     task,
 )
-from .params import ListParams, NoParams, SendParams, TaskParams
+from .params import ListParams, NoParams, SendParams, TaskParams, plain_task_params
 
 Params = SendParams | TaskParams | ListParams | NoParams
 
@@ -102,6 +102,10 @@ def _no_constants(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+# Made once: json.loads with any option builds a new decoder (and its scanner) on every call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def _request_id(data: dict[str, Any]) -> RequestId:
     value = data.get("id")
     # bool is an int to Python, but never a JSON-RPC id.
@@ -141,7 +145,7 @@ def read_call(body: bytes, content_type: str | None, version_header: str | None)
             "The door takes JSON-RPC sent as application/json.",
         )
     try:
-        data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
+        data = _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Refusal(ErrorCode.PARSE, "The body is not valid JSON.") from None
     if isinstance(data, list):
@@ -205,6 +209,10 @@ def _call(request_id: RequestId, method: str, params: Any, version_header: str |
         )
     if isinstance(params, list):
         raise refuse(ErrorCode.INVALID_PARAMS, "params must be an object of named members.")
+    if op in ("get", "cancel"):
+        plain = plain_task_params(params)
+        if plain is not None:
+            return Call(request_id, op, version, plain)
     try:
         parsed = _PARAMS[op].model_validate(params or {})
     except ValidationError as error:

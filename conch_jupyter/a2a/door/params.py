@@ -18,6 +18,8 @@ _SPACE = re.compile(r"\s")  # for str patterns, exactly what str.isspace() calls
 
 def _plain_id(value: str) -> str:
     # Ids are echoed back and stored: no control, invisible or reordering characters, no spaces.
+    if value.isascii() and value.isprintable() and " " not in value and 0 < len(value) <= ID_LIMIT:
+        return value  # what nearly every id is, and clean_text changes no printable ASCII
     if not value or value != clean_text(value, ID_LIMIT) or _SPACE.search(value):
         raise ValueError(f"must be 1 to {ID_LIMIT} visible characters without spaces")
     return value
@@ -53,6 +55,21 @@ class TaskParams(_Params):
 
     id: PlainId
     history_length: int | None = Field(default=None, ge=0)
+
+
+def plain_task_params(params: dict[str, Any] | None) -> TaskParams | None:
+    """TaskParams as the model reads them, with plain lookups, for what a poller sends again and
+    again: a plain id and perhaps a historyLength. None: anything else, for the model to judge
+    (and to say what is wrong)."""
+    task_id = params.get("id") if params else None
+    length = params.get("historyLength") if params else None
+    if type(task_id) is not str or not (length is None or (type(length) is int and length >= 0)):
+        return None
+    try:
+        _plain_id(task_id)
+    except ValueError:
+        return None
+    return TaskParams.model_construct(id=task_id, history_length=length)
 
 
 class ListParams(_Params):
