@@ -85,11 +85,18 @@ def test_the_door_is_the_routers_first_rule_and_takes_only_its_own_paths(base_ur
         assert not isinstance(delegate(base_url.replace(".", "x") + "a2a/r"), DoorExchange)
 
 
-def test_the_date_header_is_made_once_a_second() -> None:
-    door = Door({})
-    first = door.date()
-    assert first.endswith(" GMT")
-    assert door.date() is first
+def test_an_answers_headers_are_made_once_a_second_with_the_owners_but_not_their_csp() -> None:
+    owners = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
+    door = Door({"base_url": "/u/", "headers": owners})
+    first = door.headers()
+    assert door.headers() is first
+    assert first["Date"].endswith(" GMT")
+    assert first["X-Frame-Options"] == "DENY"
+    assert first["Content-Security-Policy"] == "frame-ancestors 'none'; default-src 'none'"
+    assert list(first)[-3:] == ["Content-Security-Policy", "Cache-Control", "Content-Type"]
+    assert Door({"base_url": "/u/"}).headers()["Content-Security-Policy"] == (
+        "frame-ancestors 'self'; report-uri /u/api/security/csp-report; default-src 'none'"
+    )
 
 
 def test_a_debug_line_is_written_only_where_a_handler_takes_it() -> None:

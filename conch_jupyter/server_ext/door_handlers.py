@@ -148,6 +148,12 @@ def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
     return f"{policy}; default-src 'none'"
 
 
+def header(headers: httputil.HTTPHeaders, name: str) -> str | None:
+    """A request's header, or None. HTTPHeaders.get raises and catches a KeyError inside for a
+    header that is not there (Origin, say, on every request from a script)."""
+    return headers[name] if name in headers else None  # noqa: SIM401 (see above)
+
+
 class DoorError(Exception):
     """A request turned away before any JSON-RPC: a status and words."""
 
@@ -249,7 +255,7 @@ class Door(Router):
     def __init__(self, settings: dict[str, Any]) -> None:
         self.settings = settings
         self.answering: set[asyncio.Task[None]] = set()  # JSON-RPC calls being answered
-        self._date: tuple[int, str] = (0, "")
+        self._headers: tuple[int, dict[str, str]] = (0, {})
         self._timers: dict[tuple[str, int], Any] = {}
         self.answers = Answers()
 
@@ -267,12 +273,29 @@ class Door(Router):
             )
         return found
 
-    def date(self) -> str:
-        """The Date header, made once a second."""
+    def headers(self) -> dict[str, str]:
+        """Every answer's headers but its length: the Date, then Jupyter's API headers (the
+        owner's own win, but for the Content-Security-Policy, which is made with theirs), then
+        the door's. Made once a second, for the Date; the settings are read then too."""
         now = int(time.time())
-        if self._date[0] != now:
-            self._date = (now, httputil.format_timestamp(now))
-        return self._date[1]
+        if self._headers[0] != now:
+            settings = self.settings
+            owners: dict[str, str] = settings.get("headers", {})
+            csp = _csp(
+                settings.get("base_url", "/"),
+                settings.get("csp_report_uri"),
+                owners.get("Content-Security-Policy"),
+            )
+            made = {
+                "Date": httputil.format_timestamp(now),
+                "X-Content-Type-Options": "nosniff",
+                **owners,
+                "Content-Security-Policy": csp,
+                "Cache-Control": "no-store",
+                "Content-Type": "application/json",
+            }
+            self._headers = (now, made)
+        return self._headers[1]
 
 
 def install_door(web_app: web.Application) -> Door:
@@ -367,8 +390,8 @@ class DoorExchange(HTTPMessageDelegate):
             return Denied(403, "forbidden", "Forbidden.")  # the words are in the log, as Jupyter's
         if not self._origin_allowed():
             return Denied(404, "not_found", "Not Found.")
-        length = request.headers.get("Content-Length", "0")
-        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        length = header(request.headers, "Content-Length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
             return TOO_LARGE
         if request.connection is not None:
             # A chunked body is cut off at the same size.
@@ -414,10 +437,10 @@ class DoorExchange(HTTPMessageDelegate):
 
     def _origin_allowed(self) -> bool:
         headers = self.request.headers
-        origin = headers.get("Origin")
+        origin = header(headers, "Origin")
         if origin_allowed(
             origin,
-            headers.get("Host"),
+            header(headers, "Host"),
             self.settings.get("allow_origin", ""),
             self.settings.get("allow_origin_pat"),
         ):
@@ -477,8 +500,8 @@ class DoorExchange(HTTPMessageDelegate):
         try:
             call = read_call(
                 bytes(self._body),
-                self.request.headers.get("Content-Type"),
-                self.request.headers.get(VERSION_HEADER),
+                header(self.request.headers, "Content-Type"),
+                header(self.request.headers, VERSION_HEADER),
             )
         except Refusal as refusal:
             self._send_rpc(refusal.answer(None))
@@ -550,23 +573,8 @@ class DoorExchange(HTTPMessageDelegate):
         self._status = status
         connection = self.request.connection
         if not self._closed and connection is not None:
-            settings = self.settings
-            owners: dict[str, str] = settings.get("headers", {})
             headers = httputil.HTTPHeaders(
-                {
-                    "Date": self.door.date(),
-                    "X-Content-Type-Options": "nosniff",
-                    **owners,
-                    "Content-Security-Policy": _csp(
-                        settings.get("base_url", "/"),
-                        settings.get("csp_report_uri"),
-                        owners.get("Content-Security-Policy"),
-                    ),
-                    "Cache-Control": "no-store",
-                    "Content-Type": "application/json",
-                    "Content-Length": str(len(body)),
-                    **(extra or {}),
-                }
+                {**self.door.headers(), "Content-Length": str(len(body)), **(extra or {})}
             )
             start = httputil.ResponseStartLine("HTTP/1.1", status, _PHRASES[status])
             try:

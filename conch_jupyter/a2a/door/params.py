@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any
 
@@ -51,7 +52,10 @@ class SendParams(_Params):
 
 
 class TaskParams(_Params):
-    """GetTask/CancelTask (1.0), tasks/get and tasks/cancel (0.3)."""
+    """GetTask/CancelTask (1.0), tasks/get and tasks/cancel (0.3). Frozen: one is kept for
+    each task a poller asks about (plain_task_params)."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: PlainId
     history_length: int | None = Field(default=None, ge=0)
@@ -69,7 +73,12 @@ def plain_task_params(params: dict[str, Any] | None) -> TaskParams | None:
         _plain_id(task_id)
     except ValueError:
         return None
-    return TaskParams.model_construct(id=task_id, history_length=length)
+    return _task_params(task_id, length)
+
+
+@functools.lru_cache(maxsize=1024)
+def _task_params(task_id: str, history_length: int | None) -> TaskParams:
+    return TaskParams.model_construct(id=task_id, history_length=history_length)
 
 
 class ListParams(_Params):
