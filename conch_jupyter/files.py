@@ -160,8 +160,18 @@ def file_stamp(path: Path) -> Stamp:
     Read caches compare it, so a hand edit is seen at once while unchanged files are not
     parsed (or unsealed) again on every call.
     """
+    if path in _MISSING:
+        # Looked for again without an exception: a missing file (the sealed keys of someone
+        # with no keys yet) is asked about on every door request.
+        if not os.access(path, os.F_OK):
+            return None
+        _MISSING.discard(path)
     try:
         st = os.stat(path)  # pathlib's stat costs twice as much, on every door request
     except FileNotFoundError:
+        _MISSING.add(path)
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+_MISSING: set[Path] = set()  # Conch's own files, last seen missing
