@@ -41,7 +41,6 @@ import secrets
 import sqlite3
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +53,7 @@ from _jupyter import conch_server, enable_floor, profile, server_code_line
 from _machine import code_line, disk_line, load_line, machine_line, summarize
 from _reference import reference_server
 
+from conch_jupyter.rows import ordered_uuid, row_id
 from tests.jupyter_process import JupyterProcess
 
 AGENT = "researcher"  # a default agent: the built-in offline one when no model is configured
@@ -153,19 +153,20 @@ def offline_agent(server: JupyterProcess) -> None:
 
 def door_chats(database: Path, pairing_ids: Sequence[str], count: int) -> None:
     """`count` door chats spread over the pairings, as the door stores one answered message: the
-    peer chat, the caller's words and the reply, and the ended task. Written beside the running
-    server (WAL lets a second writer wait its turn), in one transaction."""
+    peer chat, the caller's words and the reply, and the ended task, with ids made as the store
+    makes them. Written beside the running server (WAL lets a second writer wait its turn), in
+    one transaction."""
     now = time.time()
     chats, messages, tasks = [], [], []
     for n in range(count):
         pairing = pairing_ids[n % len(pairing_ids)]
-        chat, context = f"c_{uuid.uuid4().hex[:16]}", f"ctx-grown-{n}"
+        chat, context = row_id("c"), f"ctx-grown-{n}"
         tainted = json.dumps({"kind": "person", "by": "Bench"})
         chats.append((chat, f"Researcher with Bench {n}", now, "peer", AGENT, tainted, pairing,
                       f"{AGENT}/{context}"))  # fmt: skip
         for role, text in (("outside", QUESTION), ("agent", "A sea snail.")):
-            messages.append((f"m_{uuid.uuid4().hex[:16]}", chat, role, text, now))
-        tasks.append((str(uuid.uuid4()), pairing, AGENT, context, chat, "TASK_STATE_COMPLETED",
+            messages.append((row_id("m"), chat, role, text, now))
+        tasks.append((str(ordered_uuid()), pairing, AGENT, context, chat, "TASK_STATE_COMPLETED",
                       QUESTION, f"m-{n}", "A sea snail.", None, now, now))  # fmt: skip
     db = sqlite3.connect(database, timeout=30, isolation_level=None)
     try:
@@ -187,6 +188,9 @@ def door_chats(database: Path, pairing_ids: Sequence[str], count: int) -> None:
             tasks,
         )
         db.execute("COMMIT")
+        # Into the database file, as a long-used server's store is (SQLite checkpoints its
+        # write-ahead log every 1,000 pages): not left for the server's next commit to copy.
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     finally:
         db.close()
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import sqlite3
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from .rows import (
     Spend,
     encode_json,
     month_start,
+    row_id,
 )
 from .store_db import from_row, insert, open_reader, open_writer
 from .store_door import DoorTasks, Queued, _then
@@ -111,7 +111,7 @@ class Store(DoorTasks):
         if origin not in ("user", "peer"):
             raise ValueError(f"origin must be 'user' or 'peer', not {origin!r}")
         conversation = Conversation(
-            f"c_{uuid.uuid4().hex[:16]}",
+            row_id("c"),
             title,
             self._clock(),
             origin,
@@ -215,7 +215,7 @@ class Store(DoorTasks):
         if (role == "tool") != (tool is not None):
             raise ValueError("a tool message, and only a tool message, carries its tool call")
         message = Message(
-            id or f"m_{uuid.uuid4().hex[:16]}",
+            id or row_id("m"),
             conversation_id,
             role,
             text,

@@ -6,12 +6,11 @@ shares its writer, its reading connection and its clock.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .rows import DoorTask
+from .rows import DoorTask, ordered_uuid
 from .store_db import from_row, guard, insert
 from .store_writer import Pending, StoreClosed, Writer
 
@@ -80,7 +79,7 @@ class DoorTasks(StoreRows):
         """A task for what a paired agent asked (`asked`, also stored in its chat, by the door)."""
         now = self._clock()
         task = DoorTask(
-            str(uuid.uuid4()),
+            str(ordered_uuid()),
             pairing_id,
             agent,
             context_id,

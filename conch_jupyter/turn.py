@@ -38,7 +38,6 @@ the caller first), and what a door task's state becomes (peer_turn.py).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -62,12 +61,13 @@ from .providers.base import (
     Usage,
     estimate_usage,
 )
+from .rows import row_id
 from .spend import record_spend
 from .store import Store
 
 
 def new_reply_id() -> str:
-    return f"m_{uuid.uuid4().hex[:16]}"
+    return row_id("m")
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conch_jupyter.files import StoreError
+from conch_jupyter.rows import ordered_uuid, row_id
 from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store, month_start
 
 from .conftest import Clock
@@ -150,11 +154,28 @@ async def test_a_full_disk_fails_in_words_and_keeps_what_was_stored(store: Store
 # -- conversations --------------------------------------------------------------------------------
 
 
+def test_row_ids_are_uuids_of_version_7_that_sort_by_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ordered, so the store adds each row at the end of its index; random after the time."""
+    made = ordered_uuid()
+    assert (made.version, made.variant) == (7, uuid.RFC_4122)
+    assert abs((made.int >> 80) - time.time() * 1000) < 60_000
+    message_id = row_id("m")
+    assert message_id == f"m_{uuid.UUID(message_id[2:]).hex}"
+    assert uuid.UUID(message_id[2:]).version == 7
+    ids = []
+    for ms in (1_700_000_000_000, 1_700_000_000_001, 1_800_000_000_000):
+        monkeypatch.setattr(time, "time_ns", lambda ms=ms: ms * 1_000_000)
+        ids += [row_id("c") for _ in range(3)]
+        assert {int(i[2:], 16) >> 80 for i in ids[-3:]} == {ms}
+    assert [i[:14] for i in ids] == sorted(i[:14] for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert len({ordered_uuid() for _ in range(10_000)}) == 10_000
+
+
 async def test_conversations_round_trip_and_order(store: Store) -> None:
     first = await store.create_conversation("first")
     second = await store.create_conversation("second")
-    assert first.id.startswith("c_")
-    assert len(first.id) == 18
+    assert re.fullmatch(r"c_[0-9a-f]{32}", first.id)
     assert store.get_conversation(first.id) == first
     assert store.get_conversation("c_nothing") is None
     assert first.to_json() == {
@@ -236,8 +257,7 @@ async def test_messages_round_trip_order_and_limit(store: Store) -> None:
         await store.add_message(chat.id, "outside", "three", agent="o_1"),
         await store.add_message(chat.id, "note", "four", round={"turn": 2, "handed_by": "writer"}),
     ]
-    assert said[0].id.startswith("m_")
-    assert len(said[0].id) == 18
+    assert re.fullmatch(r"m_[0-9a-f]{32}", said[0].id)
     assert store.messages(chat.id) == said
     assert store.messages(chat.id, limit=2) == said[2:]
     assert store.messages(chat.id, limit=0) == []
