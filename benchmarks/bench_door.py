@@ -253,7 +253,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="per GetTask or card round")
     parser.add_argument("--rounds", type=int, default=3, help="measurements per case and server")
     parser.add_argument("--concurrency", type=int, default=8, help="connections at once")
-    parser.add_argument("--sequential-keys", type=int, default=6, help="keys per round, 1 client")
+    parser.add_argument("--sequential-keys", type=int, default=12, help="keys per round, 1 client")
     parser.add_argument("--pairings", type=int, default=1000, help="pairings once grown")
     parser.add_argument("--chats", type=int, default=10_000, help="door chats once grown")
     parser.add_argument("--quick", action="store_true", help="1 s, 2 rounds, 200 pairings")
@@ -270,7 +270,7 @@ def main() -> None:
         os.environ["CONCH_BENCH_SERVER_CODE"] = str(args.server_code)
 
     rounds, conc = args.rounds, args.concurrency
-    per_round = {1: args.sequential_keys, conc: 2 * conc}  # SendMessage keys per round
+    per_round = {1: args.sequential_keys, conc: 4 * conc}  # SendMessage keys per round
     warm_keys = 2
     sends_keys = rounds * sum(per_round.values())
     keys_needed = 1 + warm_keys + 2 * sends_keys + (per_round[conc] if args.profile else 0)
