@@ -66,7 +66,7 @@ class guard:
 # page cache whenever another connection has committed, so without it every read after a commit
 # of the writer's (the door reads a chat, a day's spend, between messages) goes back to the file
 # a page at a time, and more pages the more chats there are. Writes still go through the WAL.
-MAP = f"PRAGMA mmap_size={64 * 1024 * 1024}"
+MEMORY_MAP = f"PRAGMA mmap_size={64 * 1024 * 1024}"
 
 
 def open_writer(path: Path) -> sqlite3.Connection:
@@ -95,7 +95,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
             db.execute("PRAGMA busy_timeout=5000")  # another server on the same data
-            db.execute(MAP)
+            db.execute(MEMORY_MAP)
             _migrate(db, path, version)
     except BaseException:
         db.close()
@@ -113,7 +113,7 @@ def open_reader(path: Path) -> sqlite3.Connection:
         try:
             db.execute("PRAGMA query_only=ON")
             db.execute("PRAGMA busy_timeout=5000")
-            db.execute(MAP)
+            db.execute(MEMORY_MAP)
         except BaseException:
             db.close()
             raise
