@@ -62,13 +62,6 @@ class guard:
             ) from error
 
 
-# Reads of the database file through memory, up to 64 MB of it: SQLite empties a connection's
-# page cache whenever another connection has committed, so without it every read after a commit
-# of the writer's (the door reads a chat, a day's spend, between messages) goes back to the file
-# a page at a time, and more pages the more chats there are. Writes still go through the WAL.
-MEMORY_MAP = f"PRAGMA mmap_size={64 * 1024 * 1024}"
-
-
 def open_writer(path: Path) -> sqlite3.Connection:
     """The connection that makes every change, with the schema brought up to date.
 
@@ -95,7 +88,6 @@ def open_writer(path: Path) -> sqlite3.Connection:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
             db.execute("PRAGMA busy_timeout=5000")  # another server on the same data
-            db.execute(MEMORY_MAP)
             _migrate(db, path, version)
     except BaseException:
         db.close()
@@ -113,7 +105,6 @@ def open_reader(path: Path) -> sqlite3.Connection:
         try:
             db.execute("PRAGMA query_only=ON")
             db.execute("PRAGMA busy_timeout=5000")
-            db.execute(MEMORY_MAP)
         except BaseException:
             db.close()
             raise
