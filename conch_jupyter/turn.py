@@ -66,10 +66,6 @@ from .spend import record_spend
 from .store import Store
 
 
-def new_reply_id() -> str:
-    return row_id("m")
-
-
 @dataclass(frozen=True)
 class TurnInput:
     """What one turn is: who answers, under which prompt, to which chat, within what bounds."""
@@ -98,7 +94,7 @@ class TurnInput:
 class Reply:
     """One reply as the turn makes it: readable by the caller while it streams and after a cut."""
 
-    id: str = field(default_factory=new_reply_id)
+    id: str = field(default_factory=lambda: row_id("m"))
     parts: list[str] = field(default_factory=list)
     usage: Usage | None = None
     cost: float = 0.0

@@ -139,7 +139,6 @@ def writes_debug(logger: logging.Logger) -> bool:
     return logging.lastResort is not None and logging.lastResort.level <= logging.DEBUG
 
 
-@functools.lru_cache(maxsize=8)
 def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
     """Jupyter's Content-Security-Policy for its API (APIHandler's): the owner's, or Jupyter's
     default, then "default-src 'none'"."""

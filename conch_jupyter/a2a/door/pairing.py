@@ -140,10 +140,6 @@ class PairingStore:
             raise PairingError("not_found", "There is no such pairing.")
         return found
 
-    def door_keys(self) -> DoorKeys:
-        """Every pairing's key hash: what the door checks a key against."""
-        return self._current().keys
-
     def door(self) -> tuple[DoorKeys, Mapping[str, Pairing]]:
         """What the door looks up for one request, from one look at the file: the keys, and the
         pairings by id."""
