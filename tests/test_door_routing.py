@@ -35,6 +35,9 @@ from conch_jupyter.server_ext.door_handlers import (
         ("a2a/r%C3%A9searcher", DoorRoute("rpc", "POST", "r%C3%A9searcher")),
         ("a2a/" + "x" * 300, DoorRoute("rpc", "POST", "x" * 300)),
         ("a2a/" + "x" * 301, NOTHING),
+        # The longest route there is, and one character more (not read, and not kept).
+        ("a2a/" + "x" * 300 + "/.well-known/agent-card.json", DoorRoute("card", "GET", "x" * 300)),
+        ("a2a/" + "x" * 301 + "/.well-known/agent-card.json", NOTHING),
         ("a2a", NOTHING),
         ("a2a/", NOTHING),
         ("a2a/researcher//", NOTHING),

@@ -18,6 +18,7 @@ from conch_jupyter.files import (
     atomic_write_bytes,
     atomic_write_json,
     ensure_private_dir,
+    file_stamp,
     read_json,
 )
 
@@ -187,3 +188,23 @@ def test_text_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
     target.write_bytes(b'{"name": "\xff"}')
     with pytest.raises(StoreError, match="is not UTF-8 text"):
         read_json(target, Settings)
+
+
+def test_a_file_stamp_sees_a_file_come_change_and_go(tmp_path: Path) -> None:
+    """A file last seen missing is looked for again (without an exception) on every call, so
+    one made since is seen at once; and so is one edited or removed."""
+    path = tmp_path / "models.secrets.json"
+    assert file_stamp(path) is None
+    assert file_stamp(path) is None  # asked again while it is still missing
+    path.write_text("{}")
+    made = file_stamp(path)
+    assert made is not None
+    assert made[1] == 2  # its size
+    path.write_text('{"a": 1}')
+    edited = file_stamp(path)
+    assert edited is not None
+    assert edited != made
+    path.unlink()
+    assert file_stamp(path) is None
+    path.write_text("{}")
+    assert file_stamp(path) is not None
