@@ -37,6 +37,10 @@ class ConchClientError(ConchError):
         super().__init__(code, message)
         self.status = status
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: a refusal in words is not a crash.
+        return [f"Conch: {self.message}"]
+
 
 class ConchNotFound(ConchClientError):
     def __init__(self, message: str) -> None:
@@ -157,6 +161,12 @@ class BaseConchClient:
     ) -> None:
         self.api_url = server_url.rstrip("/") + "/conch/api/"
         self.headers = _headers(kernel_key, token)
+
+    @property
+    def reads_only(self) -> bool:
+        """Whether this client holds only the kernel key: it reads, writes in a chat and stops a
+        round; every other change is the user's own, from their page (DESIGN.md)."""
+        return KERNEL_KEY_HEADER in self.headers
 
     @classmethod
     def from_environment(cls: type[Client], env: Mapping[str, str] | None = None) -> Client:

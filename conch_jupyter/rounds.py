@@ -15,7 +15,9 @@ Rules (spec 0112, "A round"):
 - The first agent named answers the user's message. A reply hands the floor on by naming
   agents (@Name): they go next, before anyone still waiting from the user's message. Nobody
   answers themselves. A reply that names an outside agent ends the round: only the user can send
-  to one. An outside agent's answer passes the floor to nobody.
+  to one. An outside agent's answer passes the floor to nobody. A message that came from the
+  kernel asks the user before it goes to an outside agent; when the user says no (NotSent),
+  nothing went out, no reply is counted, and the floor moves on.
 - Bounds are ROUND_LIMITS, constants: replies per round, replies per speaker, swaps between the
   same two, metered spend per round. The reply total bounds loops of any length.
 - The user is never locked out: UserWrote ends the round once the running reply is in; Stop ends
@@ -118,6 +120,13 @@ class OutsideAnswered:
 
 
 @dataclass(frozen=True)
+class NotSent:
+    """The user did not let the message go to the outside agent asked: nothing went out."""
+
+    agent: str
+
+
+@dataclass(frozen=True)
 class SpendRecorded:
     usd: float
 
@@ -153,7 +162,14 @@ class TurnRefused:
 
 
 Event = (
-    ReplyEnded | OutsideAnswered | SpendRecorded | UserWrote | Stop | ProviderFailed | TurnRefused
+    ReplyEnded
+    | OutsideAnswered
+    | NotSent
+    | SpendRecorded
+    | UserWrote
+    | Stop
+    | ProviderFailed
+    | TurnRefused
 )
 
 
@@ -271,7 +287,7 @@ class Round:
     def handle(self, event: SpendRecorded | UserWrote) -> None: ...
     @overload
     def handle(
-        self, event: ReplyEnded | OutsideAnswered | Stop | ProviderFailed | TurnRefused
+        self, event: ReplyEnded | OutsideAnswered | NotSent | Stop | ProviderFailed | TurnRefused
     ) -> Decision: ...
     def handle(self, event: Event) -> Decision | None:
         """Take one event; the next decision, or None for events that only note something."""
@@ -296,11 +312,12 @@ class Round:
             self._expect_speaker(event.speaker)
             reason: EndReason = "error" if isinstance(event, ProviderFailed) else "spend"
             return self._end(reason, words=event.words)
-        if isinstance(event, OutsideAnswered):
+        if isinstance(event, OutsideAnswered | NotSent):
             if self.phase != "asking":
                 raise RoundError("an outside answer arrived while no outside agent was asked")
             self._expect_speaker(event.agent)
-            self._count_reply(event.agent)
+            if isinstance(event, OutsideAnswered):
+                self._count_reply(event.agent)
             return self._next()
         if self.phase != "speaking":
             raise RoundError("a reply arrived while no agent of yours had the floor")
@@ -327,7 +344,7 @@ class Round:
             return event.usd >= 0
         if isinstance(event, ReplyEnded | ProviderFailed):
             return event.speaker == self._stopped_turn
-        if isinstance(event, OutsideAnswered):
+        if isinstance(event, OutsideAnswered | NotSent):
             return event.agent == self._stopped_turn
         return False
 

@@ -75,6 +75,9 @@ class Message:
     round: dict[str, Any] | None = None
     # A tool message's call: {tool, call_id, code?, state}; its `text` is what the model was shown.
     tool: dict[str, Any] | None = None
+    # Where a user's message came from when not from the user's own page: "kernel" (the kernel
+    # key: %conch, the Python API, or code an agent ran). The view marks it as such.
+    via: str | None = None
     seq: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +93,8 @@ class Message:
             data.update(self.tool, output=self.text)
         if self.round is not None:
             data["round"] = self.round
+        if self.via is not None:
+            data["via"] = self.via
         return data
 
 

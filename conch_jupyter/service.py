@@ -36,6 +36,7 @@ from .rounds import (
     Ask,
     Decision,
     End,
+    NotSent,
     OutsideAnswered,
     ProviderFailed,
     ReplyEnded,
@@ -50,7 +51,7 @@ from .rounds import (
 )
 from .spend import Budget, loop_refusal, turn_refusal
 from .store import Conversation, Message, Store
-from .talk import outside_refused_note, turn_note
+from .talk import not_sent_note, outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
@@ -86,10 +87,12 @@ class RoundService:
 
     # --- what the handlers call ---
 
-    async def post(self, conversation_id: str, text: str) -> Message:
-        """Store the user's message and queue it for an answer; the round it starts runs on."""
+    async def post(self, conversation_id: str, text: str, *, via: str | None = None) -> Message:
+        """Store the user's message and queue it for an answer; the round it starts runs on.
+        `via="kernel"`: it came with the kernel key, so it goes to no outside agent without the
+        user's yes in the chat itself."""
         self._require(conversation_id)
-        message = await self.store.add_message(conversation_id, "user", text)
+        message = await self.store.add_message(conversation_id, "user", text, via=via)
         self._publish_message(message)
         chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
         if chat.round is not None and chat.round.taking_turns:
@@ -313,6 +316,18 @@ class RoundService:
         await self._event(chat.id, "round.asking", {"agent": outside_id})
         if rnd.ended is not None:  # stopped while the event was being stored
             return rnd.ended
+        if message.via is not None:
+            # From the kernel, which every piece of code an agent runs holds: nothing leaves
+            # until the user says yes to these exact words, in the chat.
+            letting = asyncio.create_task(
+                self.tools.ask_to_send(chat.id, outside_id, turn.agent, message.text)
+            )
+            await self._run(chat, letting)
+            if rnd.ended is not None:  # Stop, while it asked
+                return rnd.ended
+            if not letting.result():
+                await self._note(chat.id, not_sent_note(turn.agent))
+                return rnd.handle(NotSent(turn.agent))
         asking = asyncio.create_task(self.outside_turns.ask(chat.id, outside_id, message.text))
         await self._run(chat, asking)
         if asking.cancelled():  # Stop: the engine answers with its End

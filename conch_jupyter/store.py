@@ -208,6 +208,7 @@ class Store(DoorTasks):
         id: str | None = None,
         tool: dict[str, Any] | None = None,
         chat_agent: bool = False,
+        via: str | None = None,
     ) -> Pending[Message]:
         """Store a message; with `chat_agent`, its agent becomes the chat's, in the same change."""
         if role not in ("user", "agent", "outside", "note", "tool"):
@@ -223,6 +224,7 @@ class Store(DoorTasks):
             agent,
             round,
             tool,
+            via,
         )
 
         def change(db: sqlite3.Connection) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE conversations (
@@ -141,6 +141,12 @@ def _to_v5(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_by_payer ON spend (payer, created)")
 
 
+def _to_v6(db: sqlite3.Connection) -> None:
+    # Where a user's message came from when not from the user's own page ("kernel": the kernel
+    # key, which code an agent runs holds too), so the chat can say so and ask before it goes out.
+    db.execute("ALTER TABLE messages ADD COLUMN via TEXT")
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v1,
@@ -148,4 +154,5 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v3,
     _to_v4,
     _to_v5,
+    _to_v6,
 )

@@ -175,3 +175,12 @@ def outside_refused_note(speaker: str, names: Sequence[str]) -> str:
         f"Only you can send to an outside agent: {shown_name(speaker)} mentioned {named}, so the "
         f"round ended and nothing was sent. Mention {named} yourself to {ask}."
     )
+
+
+def not_sent_note(outside: str) -> str:
+    """Why an outside agent got nothing: the message came from the kernel, and the user did not
+    say yes to sending it (said no, wrote, or pressed Stop)."""
+    return (
+        f"Nothing was sent to @{shown_name(outside)}: the message came from the notebook's kernel,"
+        " and you did not say yes to sending it."
+    )

@@ -32,7 +32,13 @@ export function messageItem(item) {
     return h(
       "li",
       { class: "conch-msg conch-user" },
-      h("div", { class: "conch-divider" }, h("span", { class: "conch-who", text: item.who })),
+      h(
+        "div",
+        { class: "conch-divider" },
+        h("span", { class: "conch-who", text: item.who }),
+        // Sent with the kernel key: %conch, the Python API, or code an agent ran there.
+        item.via === "kernel" ? h("span", { class: "conch-kernel-mark", text: "sent from the notebook's kernel" }) : null,
+      ),
       body(item),
     );
   }

@@ -52,6 +52,7 @@ export function directSettings(api, section) {
     said: null,
     problem: {},
     working: "",
+    read_only: "", // the page's own Jupyter auth may change everything
   });
   /** @type {Set<(message: any) => void>} */
   const listeners = new Set();

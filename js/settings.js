@@ -152,7 +152,7 @@ export function settingsView(source, el) {
     h("p", { class: "conch-muted", text: "Mention an agent with @ and its name to start a round." }),
     problems.agents,
     lists.agents,
-    h("button", { type: "button", class: "conch-button", text: "Add an agent", onclick: () => form.open(null) }),
+    h("button", { type: "button", class: "conch-button conch-add", text: "Add an agent", onclick: () => form.open(null) }),
     form.el,
   );
 
@@ -194,7 +194,10 @@ export function settingsView(source, el) {
     pairForm,
   );
 
-  const root = h("div", { class: "conch conch-settings" }, tabs, ...Object.values(panels));
+  // Drawn through the kernel (no Jupyter server of this page's own): the kernel key only reads,
+  // so nothing here offers a change, and this line says where to make one.
+  const readOnly = h("p", { class: "conch-read-only", role: "note", hidden: true });
+  const root = h("div", { class: "conch conch-settings" }, readOnly, tabs, ...Object.values(panels));
   el.append(root);
 
   function drawAgents() {
@@ -258,7 +261,7 @@ export function settingsView(source, el) {
           h(
             "div",
             { class: "conch-row-actions" },
-            h("button", { type: "button", class: "conch-button conch-quiet", text: "What it said", onclick: () => source.act({ type: "pairing.said", id: pairing.id }) }),
+            h("button", { type: "button", class: "conch-button conch-quiet conch-reads", text: "What it said", onclick: () => source.act({ type: "pairing.said", id: pairing.id }) }),
             confirmButton("Remove", "Remove: it can no longer reach you", () => source.act({ type: "pairing.remove", id: pairing.id })),
           ),
         ),
@@ -331,6 +334,10 @@ export function settingsView(source, el) {
       notes[key].textContent = unavailable[key] || "";
     });
     root.classList.toggle("is-working", Boolean(working));
+    const readOnlyWords = source.state.get("read_only") || "";
+    readOnly.hidden = !readOnlyWords;
+    readOnly.textContent = readOnlyWords;
+    root.classList.toggle("is-read-only", Boolean(readOnlyWords));
     drawAgents();
     outside.draw();
     drawPairings();
@@ -349,7 +356,7 @@ export function settingsView(source, el) {
     }
   }
 
-  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working"];
+  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only"];
   for (const name of traits) source.state.on(`change:${name}`, draw);
   const unlisten = source.listen(onMessage);
   draw();

@@ -236,7 +236,7 @@ function messageItem(message, names, userLabel) {
     return { kind: Object.keys(place).length ? "handover" : "note", id, text: String(message.text || "") };
   }
   const html = String(message.html || "");
-  if (message.role === "user") return { kind: "user", id, who: userLabel, html };
+  if (message.role === "user") return message.via ? { kind: "user", id, who: userLabel, html, via: String(message.via) } : { kind: "user", id, who: userLabel, html };
   const agent = String(message.agent || "");
   if (message.role === "tool") return toolItem(message, names.name(agent));
   const item = { id, agent, name: names.name(agent), html };

@@ -10,7 +10,7 @@
  */
 
 import { h, uid } from "./dom.js";
-import { MODES, modeWords } from "./tools.js";
+import { MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 
 /**
  * @typedef {import("./tools.js").Asking} Asking
@@ -98,20 +98,30 @@ export function approvals(actions, announce, refocus) {
     const answer = async (run) => {
       if (pending) return;
       busy(true);
-      said.textContent = run ? "Running…" : "Not running it…";
+      if (asking.tool === SEND_OUTSIDE) said.textContent = run ? "Sending…" : "Not sending it…";
+      else said.textContent = run ? "Running…" : "Not running it…";
       const words = await actions.answer(asking.call_id, run);
       if (words) {
         said.textContent = words;
         busy(false);
       }
     };
-    const run_ = h("button", { type: "button", class: "conch-button conch-run", text: "Run", onclick: () => answer(true) });
-    const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: "Don't run", onclick: () => answer(false) });
-    const code = h("pre", { class: "conch-code", tabindex: "0", "aria-label": "The code" }, h("code", { text: asking.code || "" }));
+    const sending = asking.tool === SEND_OUTSIDE;
+    const yes = sending ? "Send" : "Run";
+    const nope = sending ? "Don't send" : "Don't run";
+    const run_ = h("button", { type: "button", class: "conch-button conch-run", text: yes, onclick: () => answer(true) });
+    const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: nope, onclick: () => answer(false) });
+    // Exactly what would go out or run, in full, as text.
+    const shownText = sending ? asking.text || "" : asking.code || "";
+    const label = sending ? "The words" : "The code";
+    const code = h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
+    const headWords = sending
+      ? [h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }), " send these words to ", h("span", { class: "conch-who", text: who }), " (an outside agent)?"]
+      : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
-      { class: "conch-approval", "aria-labelledby": head, "data-call": asking.call_id },
-      h("div", { class: "conch-approval-head", id: head }, h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"),
+      { class: "conch-approval" + (sending ? " is-send" : ""), "aria-labelledby": head, "data-call": asking.call_id, "data-tool": asking.tool },
+      h("div", { class: "conch-approval-head", id: head }, ...headWords),
       code,
       h("div", { class: "conch-approval-bar" }, run_, no, said),
     );
@@ -134,7 +144,8 @@ export function approvals(actions, announce, refocus) {
       const node = block(asking);
       shown.set(asking.call_id, node);
       el.append(node);
-      announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
+      if (asking.tool === SEND_OUTSIDE) announce(`A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`);
+      else announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
     }
     el.hidden = shown.size === 0;
   }

@@ -11,7 +11,7 @@
 /**
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
- * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string}} Asking
+ * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  */
 
@@ -72,7 +72,7 @@ export class ToolState {
       case "event": {
         const event = item.event || {};
         if (event.type === "mode.changed") this.mode = modeOf(event.mode);
-        else if (event.type === "tool.asking") this.asking.set(String(event.call_id), askingOf(event));
+        else if (event.type === "tool.asking" || event.type === "send.asking") this.asking.set(String(event.call_id), askingOf(event));
         else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
         else return false;
         return true;
@@ -88,11 +88,17 @@ export class ToolState {
     }
   }
 
-  /** The runs to show an approval for, oldest first. @returns {Asking[]} */
+  /**
+   * What to show an approval for, oldest first: runs, and messages from the kernel waiting to
+   * go to an outside agent (`send_outside`). @returns {Asking[]}
+   */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code");
+    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE);
   }
 }
+
+/** A message from the notebook's kernel waiting for the user's yes before it goes outside. */
+export const SEND_OUTSIDE = "send_outside";
 
 /** @param {unknown} mode @returns {Mode} */
 function modeOf(mode) {
@@ -101,8 +107,10 @@ function modeOf(mode) {
 
 /** @param {Item} event @returns {Asking} */
 function askingOf(event) {
-  const { call_id, agent, name, tool, code } = event;
-  return { call_id: String(call_id), agent: String(agent || ""), name, tool: String(tool || ""), code };
+  const { call_id, agent, name, code, outside, text } = event;
+  // A message from the kernel waiting to go to an outside agent: who it goes to, the words.
+  if (event.type === "send.asking") return { call_id: String(call_id), agent: "", name, tool: SEND_OUTSIDE, outside, text };
+  return { call_id: String(call_id), agent: String(agent || ""), name, tool: String(event.tool || ""), code };
 }
 
 /**

@@ -321,18 +321,21 @@ def test_the_extension_entry_point_is_the_package() -> None:
 SETTINGS_ROUND_TRIP = """
 import json
 from conch_jupyter.widget import SettingsWidget
-w = SettingsWidget("agents")
+from conch_jupyter.client import AsyncConchClient
+TOKEN = {token!r}
+factory = (lambda: AsyncConchClient({url!r}, token=TOKEN)) if TOKEN else None
+w = SettingsWidget("agents", client_factory=factory)
 shown = []
 w.send = lambda content, buffers=None: shown.append(content)
 async def act(**content):
     w._on_view_message(w, content, [])
     await w.acting()
 await act()
-agent = {"name": "Critic", "persona": "Finds holes.", "provider": {"kind": "offline"}}
+agent = {{"name": "Critic", "persona": "Finds holes.", "provider": {{"kind": "offline"}}}}
 await act(type="agent.save", id=None, agent=agent)
-await act(type="agent.save", id="critic", agent={"persona": "Finds the holes."})
+await act(type="agent.save", id="critic", agent={{"persona": "Finds the holes."}})
 after_edit = [a["persona"] for a in w.agents if a["id"] == "critic"]
-await act(type="agent.save", id=None, agent={"name": "Writer"})
+await act(type="agent.save", id=None, agent={{"name": "Writer"}})
 taken = w.problem["agents"]
 await act(type="agent.remove", id="critic")
 names = [a["name"] for a in w.agents]
@@ -346,20 +349,24 @@ pairing = made[0]["id"] if made else None
 if pairing:
     await act(type="pairing.said", id=pairing)
 said = w.said
-traits = json.dumps({k: getattr(w, k) for k in ("agents", "outside", "pairings", "said")})
+traits = json.dumps({{k: getattr(w, k) for k in ("agents", "outside", "pairings", "said")}})
 key_in_traits = bool(made) and made[0]["key"] in traits
 if pairing:
     await act(type="pairing.remove", id=pairing)
-print(json.dumps({
+print(json.dumps({{
     "after_edit": after_edit, "taken": taken, "names": names, "outside_problem": outside_problem,
     "made": [sorted(m) for m in made], "said": said, "key_in_traits": key_in_traits,
     "pairings": w.pairings, "done": [m for m in shown if m.get("type") == "done"][:2],
-}))
+    "read_only": w.read_only, "problems": w.problem,
+}}))
 """
 
 
 def test_settings_actions_reach_the_server_and_come_back(kernel: Kernel) -> None:
-    state = kernel.run(SETTINGS_ROUND_TRIP).json()
+    # Relayed with the user's own token (a kernel given it by hand): everything works.
+    code = SETTINGS_ROUND_TRIP.format(token=kernel.server.token, url=kernel.server.url)
+    state = kernel.run(code).json()
+    assert state["read_only"] == ""
     assert state["after_edit"] == ["Finds the holes."]
     assert "Writer" in state["taken"]  # a name already taken, in words
     assert state["names"] == ["Researcher", "Writer"]
@@ -367,13 +374,42 @@ def test_settings_actions_reach_the_server_and_come_back(kernel: Kernel) -> None
         {"type": "done", "action": "agent.save", "ok": True, "words": ""},
         {"type": "done", "action": "agent.save", "ok": True, "words": ""},
     ]
-    if state["pairings"] is None:  # the door has not landed on this server yet
-        return
     assert state["outside_problem"]  # a paste Conch cannot read, said in words
     assert state["made"] == [["address", "agents", "id", "key", "note", "paste", "remote", "type"]]
     assert state["key_in_traits"] is False  # shown once, never kept in the widget's state
     assert state["said"]["note"] == "It has not said anything yet."
     assert state["pairings"] == []
+
+
+def test_settings_relayed_with_the_kernel_key_read_and_change_nothing(kernel: Kernel) -> None:
+    state = kernel.run(SETTINGS_ROUND_TRIP.format(token="", url="")).json()
+    assert "Read-only here" in state["read_only"]
+    assert state["names"] == ["Researcher", "Writer"]  # read, and nothing was added
+    assert state["after_edit"] == []
+    assert state["made"] == []  # no pairing: code in a kernel can let nobody in
+    assert state["done"] == [
+        {"type": "done", "action": "agent.save", "ok": False, "code": "only_the_user"},
+        {"type": "done", "action": "agent.save", "ok": False, "code": "only_the_user"},
+    ]
+    for section in ("agents", "outside", "pairings"):
+        assert state["problems"][section] == state["read_only"]  # said in words
+    with kernel.server.client() as http:
+        agents = http.get(f"{kernel.server.url}conch/api/agents").json()["agents"]
+        pairings = http.get(f"{kernel.server.url}conch/api/pairings").json()["pairings"]
+    assert [a["name"] for a in agents] == ["Researcher", "Writer"]
+    assert pairings == []
+
+
+def test_the_python_api_says_a_refusal_in_words(kernel: Kernel) -> None:
+    ran = kernel.run(
+        "from conch_jupyter.client import ConchClient\n"
+        "ConchClient.from_environment().create_agent(name='Mole')"
+    )
+    assert len(ran.errors) == 1
+    [shown] = ran.errors
+    assert shown.startswith("Conch: Only you can add, change or remove agents")
+    assert "Traceback" not in shown
+    assert "File " not in shown
 
 
 @pytest.mark.parametrize(

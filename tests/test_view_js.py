@@ -99,6 +99,7 @@ def _stream() -> list[dict[str, Any]]:
         {"type": "working", "working": None},
         message("w1", "agent", "A *plan* for", agent="writer", name="Writer", round={"turn": 3}),
         message("n3", "note", "You stopped it."),
+        message("u2", "user", "@Helper again?", via="kernel"),  # sent with the kernel key
         message(
             "t1",
             "tool",
@@ -157,12 +158,15 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "agent",
         "tool",
         "note",
+        "user",
         "tool",
         "tool",
     ]
+    assert python[1]["items"][-3]["via"] == "kernel"  # marked as sent from the kernel
+    assert "via" not in python[1]["items"][0]  # the user's own words carry no mark
     assert python[1]["items"][-2]["code"] == "1 + 2"
     assert python[1]["items"][-1]["state"] == ""
-    tool = python[1]["items"][-4]
+    tool = python[1]["items"][-5]
     assert (tool["summary"], tool["code"], tool["output"]) == (
         "Writer · code · ran",
         "print(2 + 2)",

@@ -10,6 +10,10 @@ Only the user's requests reach `answer` (the handlers refuse the kernel key), an
 or a tool returns can change the mode or answer for the user: the mode is read from the store at
 each call, and a yes is a Future only `answer` resolves.
 
+The same wait for a yes holds a message that came from the kernel before it goes to an outside
+agent (`ask_to_send`: `send.asking`, listed under `asking` as `tool: "send_outside"`): the kernel
+key is held by every piece of code an agent runs, so its words never leave on its own say-so.
+
 Stop cancels the turn's task; a call cancelled while asking or running ends `skipped` (a running
 one after a kernel interrupt) and the cancellation goes on. Writing in the chat skips what is
 asking (and anything that would ask later in that turn).
@@ -42,6 +46,7 @@ from .rules import (
     header_words,
 )
 
+SEND_OUTSIDE = "send_outside"  # what a message from the kernel waits on before it goes out
 CODE_LIMIT = 20_000  # the code shown for a yes (and so what runs) is cut here
 NAME_LIMIT = 80
 BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
@@ -135,6 +140,34 @@ class NotebookTools:
         chat = self._chats.get(conversation_id)
         if chat is not None:
             chat.skipping = False
+
+    async def ask_to_send(
+        self, conversation_id: str, outside_id: str, name: str, text: str
+    ) -> bool:
+        """Ask the user before `text`, a message that came from the kernel, goes to an outside
+        agent; True once the user said yes. Writing in the chat or Stop says no."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        if chat.skipping:
+            return False
+        call_id = f"t_{uuid.uuid4().hex[:16]}"
+        entry = {"call_id": call_id, "tool": SEND_OUTSIDE, "outside": outside_id, "name": name}
+        entry["text"] = text
+        started = self.clock()
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        chat.asking[call_id] = _Asking(entry, answer)
+        sent = False
+        try:
+            await self._event(conversation_id, "send.asking", entry)
+            sent = await answer
+        finally:
+            chat.asking.pop(call_id, None)
+            seconds = round(max(self.clock() - started, 0.0), 3)
+            ended = {"call_id": call_id, "tool": SEND_OUTSIDE, "outside": outside_id, "name": name}
+            state = "ran" if sent else "skipped"
+            await self._event(
+                conversation_id, "tool.ended", {**ended, "state": state, "seconds": seconds}
+            )
+        return sent
 
     # --- what the tool loop does ---
 

@@ -12,7 +12,7 @@ import hmac
 import json
 import re
 from http import HTTPStatus
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import quote
 
 from jupyter_server.auth.identity import User
@@ -114,10 +114,24 @@ class ApiError(web.HTTPError, ConchError):
         self.message = message
 
 
+# What the kernel key may always do: read.
+KERNEL_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 class ConchHandler(APIHandler):
-    """The API under conch/api/: Jupyter's auth, or the kernel key in X-Conch-Kernel-Key."""
+    """The API under conch/api/: Jupyter's auth, or the kernel key in X-Conch-Kernel-Key.
+
+    Every kernel holds the kernel key, and so does every piece of code an agent runs there, so
+    the key reads, writes in a chat and stops a round, and nothing else (DESIGN.md, "What the
+    kernel key may do"). That is decided here, before any handler runs, and refused unless a
+    handler says otherwise: a handler lists in `kernel_writes` the methods the key may use
+    beyond reading, and says in `users_own` what a refused request would have done and where
+    the user does it instead.
+    """
 
     auth_resource = "conch"
+    kernel_writes: ClassVar[frozenset[str]] = frozenset()
+    users_own: ClassVar[tuple[str, str]] = ("change Conch's settings", "Settings (%conch agents)")
 
     @property
     def conch(self) -> ConchServices:
@@ -137,6 +151,9 @@ class ConchHandler(APIHandler):
             self.current_user = self._jupyter_current_user = KERNEL_USER
             if not self.check_origin():
                 raise web.HTTPError(404)
+            method = self.request.method or ""
+            if method not in KERNEL_READS and method not in self.kernel_writes:
+                raise only_the_user(*self.users_own)
         if len(self.request.body or b"") > MAX_BODY_BYTES:
             raise ApiError(413, "too_large", "The body is larger than 1 MB.")
 
@@ -181,6 +198,17 @@ class ConchHandler(APIHandler):
         self.set_status(status_code)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"error": {"code": code, "message": message}}))
+
+
+def only_the_user(doing: str, where: str) -> ApiError:
+    """The kernel key's refusal, in words that say where the user does it instead."""
+    return ApiError(
+        403,
+        "only_the_user",
+        f"Only you can {doing}: do it in {where} on your own page in JupyterLab or Notebook 7."
+        " Code running in a kernel (an agent's included) holds only the kernel key, which"
+        " reads, writes in a chat and stops a round.",
+    )
 
 
 def _words(error: ValidationError) -> str:

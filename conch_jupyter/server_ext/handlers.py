@@ -2,16 +2,17 @@
 
 Each handler parses (pydantic), calls a service and serialises; errors are base.py's one JSON
 shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
-+ XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and not
-even here for the user's own two acts: saying yes to a run and changing a chat's mode (every
-kernel holds that key, and so does every piece of code an agent runs).
++ XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and
+here only to read, to make a chat and write in it, and to stop a round (`kernel_writes`; every
+kernel holds that key, and so does every piece of code an agent runs). A message the kernel key
+posts is kept as sent from the kernel (`via`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -25,7 +26,12 @@ from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, Mess
 KEEPALIVE_SECONDS = 15.0
 
 
+AGENTS_SETTINGS = ("add, change or remove agents", "Settings (%conch agents)")
+
+
 class AgentsHandler(ConchHandler):
+    users_own = AGENTS_SETTINGS
+
     @web.authenticated
     @authorized
     def get(self) -> None:
@@ -47,6 +53,8 @@ class AgentsHandler(ConchHandler):
 
 
 class AgentHandler(ConchHandler):
+    users_own = AGENTS_SETTINGS
+
     @web.authenticated
     @authorized
     def get(self, agent_id: str) -> None:
@@ -78,6 +86,8 @@ class AgentHandler(ConchHandler):
 
 
 class ConversationsHandler(ConchHandler):
+    kernel_writes = frozenset({"POST"})  # this_chat() and %conch make the notebook's chat
+
     @web.authenticated
     @authorized
     def get(self) -> None:
@@ -96,14 +106,9 @@ class ConversationsHandler(ConchHandler):
         self.reply(self.conch.rounds.conversation_json(conversation.id), 201)
 
 
-def the_users_own(handler: ConchHandler, doing: str) -> None:
-    """Refuse a kernel-key request: every kernel holds that key, and so does every piece of code
-    an agent runs; only the user's own Jupyter auth may say yes or change the mode."""
-    if handler.current_user is KERNEL_USER:
-        raise ApiError(403, "only_the_user", f"Only you can {doing}, from your own page.")
-
-
 class ConversationHandler(ConchHandler):
+    users_own = ("change how a chat runs code", "the chat's header")
+
     @web.authenticated
     @authorized
     def get(self, conversation_id: str) -> None:
@@ -112,19 +117,19 @@ class ConversationHandler(ConchHandler):
     @web.authenticated
     @authorized
     async def patch(self, conversation_id: str) -> None:
-        the_users_own(self, "change how a chat runs code")
         body = self.body(ConversationPatch)
         await self.conch.tools.set_mode(conversation_id, body.mode)
         self.reply(self.conch.rounds.conversation_json(conversation_id))
 
 
 class ToolAnswerHandler(ConchHandler):
-    """The user's yes or no to a run that is asking."""
+    """The user's yes or no to a call that is asking."""
+
+    users_own = ("answer a call", "the chat")
 
     @web.authenticated
     @authorized
     def post(self, conversation_id: str, call_id: str) -> None:
-        the_users_own(self, "let code run")
         body = self.body(ToolAnswer)
         self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
         try:
@@ -135,15 +140,20 @@ class ToolAnswerHandler(ConchHandler):
 
 
 class MessagesHandler(ConchHandler):
+    kernel_writes = frozenset({"POST"})
+
     @web.authenticated
     @authorized
     async def post(self, conversation_id: str) -> None:
         body = self.body(MessageIn)
-        message = await self.conch.rounds.post(conversation_id, body.text)
+        via = "kernel" if self.current_user is KERNEL_USER else None
+        message = await self.conch.rounds.post(conversation_id, body.text, via=via)
         self.reply({"message_id": message.id}, 202)
 
 
 class StopHandler(ConchHandler):
+    kernel_writes = frozenset({"POST"})
+
     @web.authenticated
     @authorized
     def post(self, conversation_id: str) -> None:
@@ -195,6 +205,9 @@ class EventsHandler(ConchHandler):
 
 class NotFoundHandler(ConchHandler):
     """Anything else under conch/api/ is a JSON 404, never an HTML page."""
+
+    # Nothing is here to refuse: the kernel key hears the same 404 as anyone.
+    kernel_writes: ClassVar[frozenset[str]] = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
     def _nothing(self, *args: str) -> None:
         raise ApiError(404, "not_found", f"There is nothing at {self.request.path}.")

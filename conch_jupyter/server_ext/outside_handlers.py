@@ -43,11 +43,16 @@ class RenameIn(Body):
     name: str = Field(max_length=200)
 
 
+OUTSIDE_SETTINGS = ("add, rename, remove or repair outside agents", "Settings (%conch outside)")
+
+
 def _api_error(error: OutsideError) -> ApiError:
     return ApiError(_STATUS.get(error.code, 422), error.code, error.message)
 
 
 class OutsideListHandler(ConchHandler):
+    users_own = OUTSIDE_SETTINGS
+
     @web.authenticated
     @authorized
     def get(self) -> None:
@@ -65,6 +70,8 @@ class OutsideListHandler(ConchHandler):
 
 
 class OutsideAgentHandler(ConchHandler):
+    users_own = OUTSIDE_SETTINGS
+
     @web.authenticated
     @authorized
     def get(self, outside_id: str) -> None:
@@ -94,6 +101,8 @@ class OutsideAgentHandler(ConchHandler):
 
 
 class OutsideRepairHandler(ConchHandler):
+    users_own = OUTSIDE_SETTINGS
+
     @web.authenticated
     @authorized
     async def post(self) -> None:

@@ -6,9 +6,10 @@
   DELETE conch/api/pairings/{id}         → 204; the key opens nothing from the next request on
   GET    conch/api/pairings/{id}/chats   → {"chats": [...]}, "What it said"
 
-ConchHandlers like the rest of the API (Jupyter auth or the kernel key); a door key opens nothing
-here. The address handed to the other side ends in a slash: clients that resolve the card
-relative to the address they were given (the JavaScript SDK does) look in the agent's folder.
+ConchHandlers like the rest of the API: Jupyter auth, or the kernel key for reading only (code
+an agent runs must never let anyone in); a door key opens nothing here. The address handed to
+the other side ends in a slash: clients that resolve the card relative to the address they were
+given (the JavaScript SDK does) look in the agent's folder.
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ REMOTE_NOTE = (
 )
 
 
+PAIRING_SETTINGS = ("let agents in through the door", "Settings (%conch pairings)")
+
+
 class PairingsHandler(ConchHandler):
+    users_own = PAIRING_SETTINGS
+
     @web.authenticated
     @authorized
     def get(self) -> None:
@@ -68,6 +74,8 @@ class PairingsHandler(ConchHandler):
 
 
 class PairingHandler(ConchHandler):
+    users_own = PAIRING_SETTINGS
+
     @web.authenticated
     @authorized
     async def delete(self, pairing_id: str) -> None:

@@ -11,6 +11,7 @@ cannot end up saved in the notebook with the widget state.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,11 @@ UNAVAILABLE = {
     "pairings": "Letting other agents in is not available on this server.",
 }
 AGENT_FIELDS = ("name", "persona", "instructions", "provider", "price")
+READ_ONLY = (
+    "Read-only here: this page reaches Conch only through the notebook's kernel, and the kernel"
+    " can read settings but not change them. Change them in JupyterLab or Notebook 7"
+    " (%conch agents there)."
+)
 
 
 class SettingsWidget(KernelWidget):
@@ -41,6 +47,8 @@ class SettingsWidget(KernelWidget):
     said = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     problem = traitlets.Dict().tag(sync=True)  # section -> words
     working = traitlets.Unicode("").tag(sync=True)  # the action running now, if any
+    # Why nothing can be changed from here, or "": the relay holds only the kernel key.
+    read_only = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -52,6 +60,8 @@ class SettingsWidget(KernelWidget):
         if section not in SECTIONS:
             raise ValueError(f"section must be one of {', '.join(SECTIONS)}")
         super().__init__(client_factory=client_factory, view="settings", section=section, **kwargs)
+        with contextlib.suppress(ConchClientError):  # no server found: the refresh says so
+            self.read_only = READ_ONLY if self.client().reads_only else ""
         self.act(self._refresh({}))
 
     def actions(self) -> Mapping[str, Action]:
@@ -95,9 +105,20 @@ class SettingsWidget(KernelWidget):
         self.unavailable = {**self.unavailable, section: words}
 
     async def _act(
-        self, name: str, section: str, work: Callable[[], Awaitable[None]], *, done: str = ""
+        self,
+        name: str,
+        section: str,
+        work: Callable[[], Awaitable[None]],
+        *,
+        done: str = "",
+        reads: bool = False,
     ) -> None:
-        """Run one action: say it is running, then done or its problem in words."""
+        """Run one action: say it is running, then done or its problem in words. A change is not
+        even asked for where only the kernel key is held (`read_only`): the server refuses it."""
+        if self.read_only and not reads:
+            self.problem = {**self.problem, section: self.read_only}
+            self.send({"type": "done", "action": name, "ok": False, "code": "only_the_user"})
+            return
         self.working = name
         self.problem = {**self.problem, section: ""}
         try:
@@ -213,7 +234,7 @@ class SettingsWidget(KernelWidget):
             note = "" if chats else "It has not said anything yet."
             self.said = {"pairing": pairing, "chats": chats, "note": note}
 
-        await self._act("pairing.said", "pairings", work)
+        await self._act("pairing.said", "pairings", work, reads=True)
 
     async def _close_said(self, _content: dict[str, Any]) -> None:
         self.set_trait("said", None)

@@ -201,7 +201,10 @@ def _message_item(message: Item, names: Names, user_label: str) -> Item:
         }
     html = str(message.get("html", ""))  # drawn sealed by the server
     if role == "user":
-        return {"kind": "user", "id": mid, "who": user_label, "html": html}
+        user: Item = {"kind": "user", "id": mid, "who": user_label, "html": html}
+        if message.get("via"):
+            user["via"] = str(message["via"])  # sent with the kernel key
+        return user
     agent = str(message.get("agent") or "")
     if role == "tool":
         return tool_item(message, names.name(agent))

@@ -64,6 +64,18 @@ test("live: mode.changed, an outside answer tainting the chat, a run asking then
   assert.deepEqual(tools.approvals(), []);
 });
 
+test("a message from the kernel waits for the user's yes before it goes outside: shown, then gone once ended", () => {
+  const c = chat();
+  const tools = c.state.tools;
+  c.event("send.asking", { call_id: "t_9", outside: "forecaster", name: "Forecaster", text: "@Forecaster rain?" });
+  assert.deepEqual(tools.approvals(), [{ call_id: "t_9", agent: "", name: "Forecaster", tool: "send_outside", outside: "forecaster", text: "@Forecaster rain?" }]);
+  c.event("tool.ended", { call_id: "t_9", tool: "send_outside", outside: "forecaster", name: "Forecaster", state: "skipped", seconds: 1 });
+  assert.deepEqual(tools.approvals(), []);
+  // A snapshot lists it under asking as well.
+  const listed = chat({ asking: [{ call_id: "t_8", tool: "send_outside", outside: "forecaster", name: "Forecaster", text: "hi" }] });
+  assert.equal(listed.state.tools.approvals()[0].tool, "send_outside");
+});
+
 test("the working light's words", () => {
   const working = (tool, state) => ({ ...asking, tool, state });
   assert.equal(workingWords(working("run_code", "running"), "Analyst"), "Analyst is running code");
