@@ -27,6 +27,7 @@ from typing import Any
 from ..hub import Hub
 from ..providers.base import ToolCall
 from ..store import Conversation, Mode, NotFound, Store
+from ..talk import clean_text
 from .kernel import KernelBusy, NoKernel, NotebookKernels
 from .reading import notebook_text, variables_text
 from .rules import (
@@ -253,7 +254,9 @@ class NotebookTools:
         ending: Ending,
         started: float,
     ) -> str:
-        shown = cut_output(output)
+        # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
+        # enters the chat and the model's next request here: cleaned like all text from elsewhere.
+        shown = cut_output(clean_text(output))
         call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
         message = await self.store.add_message(
             conversation_id,
