@@ -379,8 +379,8 @@ class RoundService:
         if rnd is None or not chat.visible or rnd.phase == "new":
             return  # a lone reply, or a round that never started: no round to end
         end = rnd.handle(Broke(words))
-        words = end_words(end.speakers, end.turns, end.reason)
-        ended = {"turns": end.turns, "reason": end.reason, "words": words}
+        summary = end_words(end.speakers, end.turns, end.reason)
+        ended = {"turns": end.turns, "reason": end.reason, "words": summary}
         try:
             await self._event(chat.id, "round.ended", ended)
         except StoreError:
