@@ -21,7 +21,8 @@ Rules (spec 0112, "A round"):
 - Bounds are ROUND_LIMITS, constants: replies per round, replies per speaker, swaps between the
   same two, metered spend per round. The reply total bounds loops of any length.
 - The user is never locked out: UserWrote ends the round once the running reply is in; Stop ends
-  it at once. A provider failure ends it with "error"; a turn the chat's own spending limits
+  it at once. A provider failure ends it with "error", and so does a failure inside Conch
+  (Broke, in any phase): every round ends with a reason. A turn the chat's own spending limits
   refuse ends it with "spend".
 - Ended while you were waiting: after Stop, the outcome of the turn that was running still
   arrives (the reply kept so far, its spend, the outside answer or failure). It changes nothing,
@@ -154,6 +155,14 @@ class ProviderFailed:
 
 
 @dataclass(frozen=True)
+class Broke:
+    """Something inside Conch failed (not the provider: the store, a bug): the round ends at
+    once with "error" and these words, whatever phase it was in, so no round just stops."""
+
+    words: str
+
+
+@dataclass(frozen=True)
 class TurnRefused:
     """The chat's own spending limit or the monthly budget refused the next turn."""
 
@@ -170,6 +179,7 @@ Event = (
     | Stop
     | ProviderFailed
     | TurnRefused
+    | Broke
 )
 
 
@@ -286,11 +296,16 @@ class Round:
     @overload
     def handle(self, event: SpendRecorded | UserWrote) -> None: ...
     @overload
+    def handle(self, event: Broke) -> End: ...
+    @overload
     def handle(
         self, event: ReplyEnded | OutsideAnswered | NotSent | Stop | ProviderFailed | TurnRefused
     ) -> Decision: ...
     def handle(self, event: Event) -> Decision | None:
         """Take one event; the next decision, or None for events that only note something."""
+        if isinstance(event, Broke):
+            # From any phase; a round that had already ended keeps the reason it ended for.
+            return self.ended or self._end("error", words=event.words)
         if self.phase == "ended" and self._outcome_after_stop(event):
             return None if isinstance(event, SpendRecorded) else self.ended
         if self.phase in ("new", "ended"):

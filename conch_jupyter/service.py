@@ -34,6 +34,7 @@ from .outside_turn import OutsideTurns
 from .rounds import (
     ROUND_END_WORDS,
     Ask,
+    Broke,
     Decision,
     End,
     NotSent,
@@ -180,12 +181,11 @@ class RoundService:
             except StoreError as error:
                 # Storage refused (a full disk): say it where it can be seen, keep serving.
                 log.warning("Conch: chat %s could not be stored: %s", chat.id, error)
-                await self._try_note(chat.id, f"Conch could not store this answer: {error}")
+                await self._end_broken(chat, f"Conch could not store this answer: {error}")
             except Exception:
                 log.exception("Conch: answering a message in chat %s failed", chat.id)
-                await self._try_note(
-                    chat.id,
-                    "Something went wrong inside Conch while answering; see the server log.",
+                await self._end_broken(
+                    chat, "Something went wrong inside Conch while answering; see the server log."
                 )
             finally:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
@@ -384,6 +384,23 @@ class RoundService:
             ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,
         )
 
+    async def _end_broken(self, chat: LiveChat, words: str) -> None:
+        """A failure inside Conch stopped the answer: the round still ends, with its reason
+        (`error`, unless it had already ended for another) in a round.ended event, and the words
+        in a note. Each is tried on its own: the store may be what failed."""
+        rnd, chat.round = chat.round, None
+        await self._try_note(chat.id, words)
+        self.hub.publish(chat.id, {"type": "round", "round": None})
+        if rnd is None or not chat.visible or rnd.phase == "new":
+            return  # a lone reply, or a round that never started: no round to end
+        end = rnd.handle(Broke(words))
+        summary = end_words(end.speakers, end.turns, end.reason)
+        ended = {"turns": end.turns, "reason": end.reason, "words": summary}
+        try:
+            await self._event(chat.id, "round.ended", ended)
+        except StoreError:
+            log.warning("Conch: chat %s: the round's end was not stored", chat.id)
+
     async def _finish(self, chat: LiveChat, end: End) -> None:
         if end.reason == "outside":
             speaker = end.speakers[-1] if end.speakers else "An agent"
@@ -394,13 +411,13 @@ class RoundService:
             await self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
         elif end.reason == "stopped":
             await self._note(chat.id, "You stopped the reply.")
-        chat.round = None
         self.hub.publish(chat.id, {"type": "round", "round": None})
         if chat.visible:
             words = end_words(end.speakers, end.turns, end.reason)
             await self._event(
                 chat.id, "round.ended", {"turns": end.turns, "reason": end.reason, "words": words}
             )
+        chat.round = None  # only now: if storing the end failed, _end_broken stores it again
 
     # --- small pieces ---
 

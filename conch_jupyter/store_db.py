@@ -44,6 +44,15 @@ class guard:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: object
     ) -> None:
         path = self.path
+        if isinstance(error, UnicodeEncodeError):
+            # The last line of defence: text is cleaned where it enters (talk.clean_text), and
+            # text that UTF-8 cannot hold (a lone surrogate) that got past that never reaches
+            # the file; the change is refused in words, and the writer goes on.
+            raise StoreError(
+                f"Could not {self.doing} {path}: the text holds a character that is not Unicode"
+                f" text ({error.object[error.start : error.end]!r}), so it was not stored.",
+                path,
+            ) from error
         if isinstance(
             error, sqlite3.ProgrammingError | sqlite3.InterfaceError | sqlite3.IntegrityError
         ):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the engine's module imports this one; the limits reach here as an argument
     from .rounds import RoundLimits
@@ -40,18 +40,37 @@ _CLEAN_TABLE: dict[int, str | None] = dict.fromkeys(_DROPPED) | {9: "\t", 10: "\
 _CLEAN_TABLE |= {0x2028: "\n", 0x2029: "\n"}
 
 
-def clean_text(text: str, limit: int) -> str:
-    """Text without control or invisible characters, cut to `limit` characters ("…" if cut).
+def clean_text(text: str, limit: int | None = None) -> str:
+    """Text without control or invisible characters, cut to `limit` characters ("…" if cut;
+    None: never cut). Every text from elsewhere passes here where it enters Conch (a model's
+    stream, an outside agent's answer, a door message, an API body, a kernel's output), so
+    none holds a character that cannot be stored (a lone surrogate) or shown plainly.
 
-    Line ends become "\\n" (U+2028/U+2029 too: some readers treat them as line breaks). A cut
-    text is exactly `limit` characters long, the last being "…".
+    Line ends become "\\n" (U+2028/U+2029 too: some readers treat them as line breaks); tabs
+    stay, so code keeps its shape. A cut text is exactly `limit` characters long, the last
+    being "…".
     """
-    if limit < 1:
+    if limit is not None and limit < 1:
         raise ValueError("limit must be at least 1")
-    cleaned = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
-    if len(cleaned) > limit:
+    if text.isascii() and text.isprintable():
+        cleaned = text  # what nearly every piece of a stream is: nothing to drop
+    else:
+        cleaned = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
+    if limit is not None and len(cleaned) > limit:
         return cleaned[: limit - 1] + "…"
     return cleaned
+
+
+def clean_json(value: Any) -> Any:
+    """A parsed JSON value with every string in it (keys too) cleaned by `clean_text`, uncut:
+    for what arrives as JSON inside JSON (a tool call's arguments)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
+    return value
 
 
 def fence(text: str) -> str:

@@ -126,6 +126,25 @@ async def test_message_bodies_are_checked(api: Api) -> None:
     assert chat_after["messages"] == []
 
 
+async def test_text_in_a_body_is_cleaned_as_it_enters_and_a_lone_surrogate_is_refused(
+    api: Api,
+) -> None:
+    status, chat = await api("POST", "conversations", {"title": "Pl\u202ean\x00s\u200b"})
+    assert (status, chat["title"]) == (201, "Plans")
+    path = f"conversations/{chat['id']}/messages"
+    status, _ = await api("POST", path, {"text": "a\x00b\x1b[1m\u2066c\r\nd\te"})
+    assert status == 202
+    status, got = await api("POST", path, {"text": "\u200b\ufeff"})  # nothing left of it
+    assert (status, got["error"]["message"]) == (400, "text: Value error, the message is empty.")
+    status, got = await api("POST", path, b'{"text": "a\\ud800b"}')  # valid JSON, no text
+    assert (status, got["error"]["code"]) == (400, "invalid")
+    assert "lone surrogate" in got["error"]["message"]
+    status, agent = await api("PATCH", "agents/writer", {"persona": "Wri\x07tes\u202e"})
+    assert (status, agent["persona"]) == (200, "Writes")
+    done = await settled(api, chat["id"])
+    assert [m["text"] for m in done["messages"] if m["role"] == "user"] == ["ab[1mc\nd\te"]
+
+
 async def test_a_plain_message_is_answered_by_the_chats_agent(api: Api) -> None:
     status, chat = await api("POST", "conversations", {"title": "Plans"})
     assert status == 201

@@ -11,10 +11,11 @@ import httpx
 import pytest
 
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
-from conch_jupyter.providers import make_provider, stream_reply
+from conch_jupyter.providers import REPLY_CHARS, make_provider, stream_reply
 from conch_jupyter.providers.base import (
     ModelRequest,
     ProviderConfig,
+    ProviderError,
     StreamItem,
     TextDelta,
     ToolCall,
@@ -73,6 +74,35 @@ def test_arguments_that_are_not_an_object_come_through_as_none(
     models.script(Reply(text="", tool_calls=(("run_code", '{"code": "x'), ("run_code", "[1]"))))
     calls = [i for i in stream(models, kind) if isinstance(i, ToolCall)]
     assert [c.arguments for c in calls] == [None, None]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_what_a_model_says_is_cleaned_as_it_enters(models: ScriptedModels, kind: str) -> None:
+    """Text and tool arguments with lone surrogates ("\\ud800" is valid JSON), NUL, controls and
+    bidi overrides come out clean, in both wire formats; code keeps its tabs and line breaks."""
+    raw = '{"code": "a = \'\\ud800x\\u0000\\u202e\'\\n\\tb = 1\\r\\n",'
+    raw += ' "\\udfffk\\u0007": ["\\u200b"]}'
+    models.script(
+        Reply(chunks=["Hi \ud800", "there\x1b[31m\u202e."], tool_calls=(("run_code", raw),))
+    )
+    items = stream(models, kind)
+    text = "".join(i.text for i in items if isinstance(i, TextDelta))
+    [call] = [i for i in items if isinstance(i, ToolCall)]
+    assert text == "Hi there[31m."
+    assert call.arguments == {"code": "a = 'x'\n\tb = 1\n", "k": [""]}
+
+
+def test_a_reply_past_its_bound_is_read_no_further_and_said_in_words(
+    models: ScriptedModels,
+) -> None:
+    code = "#" * (REPLY_CHARS + 1)
+    models.script(Reply(text="Here:", tool_calls=(("run_code", {"code": code}),)))
+    with pytest.raises(ProviderError) as refused:
+        stream(models, "openai")
+    assert refused.value.words == (
+        f"The reply from the openai provider ran past {REPLY_CHARS:,} characters;"
+        " Conch stopped reading it."
+    )
 
 
 def test_openai_offers_the_tools_and_sends_the_loop_back_in_its_format(

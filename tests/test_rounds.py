@@ -10,6 +10,7 @@ from conch_jupyter.rounds import (
     ROUND_END_WORDS,
     ROUND_LIMITS,
     Ask,
+    Broke,
     End,
     EndReason,
     OutsideAnswered,
@@ -199,6 +200,27 @@ def test_failures_end_the_round_with_words(event, reason) -> None:
     end = rnd.handle(event)
     assert isinstance(end, End)
     assert (end.reason, end.words) == (reason, event.words)
+
+
+@pytest.mark.parametrize("phase", ["new", "speaking", "asking"])
+def test_a_failure_inside_conch_ends_the_round_in_any_phase(phase: str) -> None:
+    rnd = Round(named=["Helper" if phase == "asking" else "Researcher", "Writer"], roster=ROSTER)
+    if phase != "new":
+        rnd.start()
+    assert rnd.phase == phase
+    end = rnd.handle(Broke("The chat store is full."))
+    assert (end.reason, end.words, rnd.phase, rnd.waiting) == (
+        "error", "The chat store is full.", "ended", [],
+    )  # fmt: skip
+    assert rnd.handle(Broke("Again.")) is end  # a second failure changes nothing
+
+
+def test_a_failure_after_the_end_keeps_the_reason_it_ended_for() -> None:
+    rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    rnd.start()
+    stopped = rnd.handle(Stop())
+    assert rnd.handle(Broke("The note could not be stored.")) is stopped
+    assert stopped.reason == "stopped"
 
 
 def test_plain_message_answered_alone_does_not_hand_on() -> None:

@@ -6,8 +6,10 @@ import asyncio
 import json
 import logging
 import re
+import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -327,6 +329,52 @@ async def test_a_provider_failing_mid_round_ends_it_with_words(
     assert "sk-test-key" not in caplog.text
     # The key did travel to the model server, in the header.
     assert models.requests[0].headers["authorization"] == "Bearer sk-test-key"
+
+
+async def test_a_failure_inside_conch_mid_round_still_ends_it_with_a_reason_and_words(
+    api: Api, models: ScriptedModels, conch_dir: Path
+) -> None:
+    """Not the provider: Conch itself cannot go on (here the agents file, damaged by hand while
+    the first reply streams). The round still ends, with round.ended reason `error`, and a note
+    that names the file; it does not just stop."""
+    models.responder = by_speaker(
+        {"Researcher": lambda _n: Reply(text="Options one two.", delay_per_chunk=0.2)}
+    )
+    await make_agents(api, models, "Researcher", "Writer")
+    chat_id = await new_chat(api)
+    agents_file = conch_dir / "agents" / "agents.json"
+    kept = agents_file.read_bytes()
+    await say(api, chat_id, "@Researcher find, @Writer draft")
+    await wait_for(lambda: asyncio.sleep(0, models.requests), 10)
+    agents_file.write_text('{"version": 1, "agents": [')  # the reply is still streaming
+
+    def round_events() -> list[str]:
+        db = sqlite3.connect(f"file:{conch_dir / 'conch.sqlite3'}?mode=ro", uri=True)
+        try:
+            sql = "SELECT type, data FROM events WHERE conversation_id = ? ORDER BY seq"
+            rows = db.execute(sql, (chat_id,)).fetchall()
+        finally:
+            db.close()
+        return [f"{kind} {json.loads(data).get('reason', '')}".strip() for kind, data in rows]
+
+    async def ended_or_none() -> list[str] | None:
+        events = round_events()
+        return events if "round.ended error" in events else None
+
+    try:
+        events = await wait_for(ended_or_none, 20)
+    finally:
+        agents_file.write_bytes(kept)
+    assert events == ["round.started", "round.ended error"]
+    chat = await settled(api, chat_id)
+    assert ended(chat) == [(1, "error")]
+    [end] = [e for e in chat["events"] if e["type"] == "round.ended"]
+    assert end["words"].endswith("· 1 reply · ended: something went wrong")
+    note = chat["messages"][-1]
+    assert note["role"] == "note"
+    assert "agents.json" in note["text"]
+    assert [m["text"] for m in chat["messages"] if m["role"] == "agent"] == ["Options one two."]
+    assert chat["round"] is None
 
 
 async def test_an_agent_naming_an_outside_agent_is_plain_text_until_outside_agents_exist(

@@ -105,6 +105,30 @@ async def test_a_change_that_fails_is_undone_alone(store: Store) -> None:
     assert texts == ["before", "dup", "after"]
 
 
+async def test_text_that_utf8_cannot_hold_is_refused_in_words_and_the_writer_goes_on(
+    store: Store,
+) -> None:
+    """The last line of defence behind the cleaning: a lone surrogate never reaches the file."""
+    chat = await store.create_conversation()
+    async with Held(store):
+        jobs = [
+            asyncio.ensure_future(store.add_message(chat.id, "user", "before")),
+            asyncio.ensure_future(store.add_message(chat.id, "agent", "x\ud800y")),
+            asyncio.ensure_future(store.add_event(chat.id, "peer.message", {"text": "\udfff"})),
+            asyncio.ensure_future(store.add_message(chat.id, "user", "after")),
+        ]
+        await asyncio.sleep(0.05)
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+    for refused in results[1:3]:
+        assert isinstance(refused, StoreError), refused
+        assert "not Unicode text" in refused.message
+        assert "not stored" in refused.message
+    assert [m.text for m in store.messages(chat.id)] == ["before", "after"]
+    assert store.events(chat.id) == []
+    await store.add_message(chat.id, "user", "later")
+    assert [m.text for m in store.messages(chat.id)][-1] == "later"
+
+
 async def test_a_full_disk_in_a_burst_fails_only_the_change_that_did_not_fit(
     store: Store,
 ) -> None:

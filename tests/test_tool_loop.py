@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from conch_jupyter.notebook.rules import NO_KERNEL_WORDS, OUTPUT_LIMIT
+from conch_jupyter.notebook.service import CODE_LIMIT, too_long_words
 
 from . import notebook_kernels
 from .a2a_peers import Peer
@@ -224,6 +225,81 @@ async def test_long_output_is_cut_before_the_model_sees_it(
     assert len(sent) <= OUTPUT_LIMIT
     assert "Output cut: 50,001 characters" in sent
     assert tool_messages(chat)[0]["output"] == sent
+
+
+def program(length: int, name: str) -> str:
+    """A program of exactly `length` characters whose first and last lines each leave a mark."""
+    first, last = f"{name}_first = 1\n", f"\n{name}_last = 1"
+    return first + "#" * (length - len(first) - len(last)) + last
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_code_over_the_limit_never_runs_and_the_model_and_chat_are_told(
+    api: Api, models: ScriptedModels, kernel: NotebookKernel, kind: str
+) -> None:
+    """Code runs whole or not at all: in Auto, where nobody would see a cut, not a line of a
+    program one character over the limit runs (it used to run cut, its end missing)."""
+    code = program(CODE_LIMIT + 1, "over")
+    models.script(Reply(tool_calls=(run(code),)), Reply(text="Too long, then."))
+    await agent(api, models, "Analyst", kind)
+    chat_id = await notebook_chat(api, mode="auto")
+    await say(api, chat_id, "@Analyst run the big one")
+    chat = await settled(api, chat_id, 30)
+    assert await kernel.value("'over_first' in globals()") == "False"
+    assert await kernel.value("'over_last' in globals()") == "False"
+    assert ended(chat) == ["refused"]
+    [message] = tool_messages(chat)
+    words = too_long_words(CODE_LIMIT + 1)
+    assert (message["state"], message["output"]) == ("refused", words)
+    assert f"{CODE_LIMIT + 1:,} characters" in words
+    assert f"at most {CODE_LIMIT:,}" in words
+    assert "None of it ran" in words
+    # The model got the words as the tool's result, in its provider's own format.
+    last = models.requests[1].json["messages"][-1]
+    said = last["content"] if kind == "openai" else last["content"][0]["content"]
+    assert said == words
+    assert [e["reason"] for e in chat["events"] if e["type"] == "round.ended"] == ["done"]
+
+
+async def test_code_at_exactly_the_limit_is_shown_whole_and_runs_whole(
+    api: Api, models: ScriptedModels, kernel: NotebookKernel
+) -> None:
+    code = program(CODE_LIMIT, "whole")
+    assert len(code) == CODE_LIMIT
+    models.script(Reply(tool_calls=(run(code),)), Reply(text="Ran it all."))
+    await agent(api, models, "Analyst", "anthropic")
+    chat_id = await notebook_chat(api)
+    await say(api, chat_id, "@Analyst run the big one")
+    [entry] = await asking(api, chat_id)
+    assert entry["code"] == code  # the approval shows all the code that will run
+    answer = f"conversations/{chat_id}/tools/{entry['call_id']}"
+    assert (await api("POST", answer, {"run": True}))[0] == 200
+    chat = await settled(api, chat_id, 30)
+    assert await kernel.value("whole_first") == "1"
+    assert await kernel.value("whole_last") == "1"  # its last line ran too
+    [message] = tool_messages(chat)
+    assert (message["state"], message["code"]) == ("ran", code)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_lone_surrogate_in_code_is_cleaned_and_the_turn_goes_on(
+    api: Api, models: ScriptedModels, kernel: NotebookKernel, kind: str
+) -> None:
+    """The found fault: "\\ud800" (valid JSON) in run_code's code killed the turn in the store's
+    writer, and the round just stopped. Cleaned where the model's words enter, the code shown
+    is the code that runs, and the round ends with its reason."""
+    raw = '{"code": "marked = \'a\\ud800b\\u0000c\\u202ed\'"}'
+    models.script(Reply(tool_calls=(("run_code", raw),)), Reply(text="Done \ud800."))
+    await agent(api, models, "Analyst", kind)
+    chat_id = await notebook_chat(api, mode="auto")
+    await say(api, chat_id, "@Analyst mark it")
+    chat = await settled(api, chat_id, 30)
+    assert await kernel.value("marked") == "'abcd'"
+    [message] = tool_messages(chat)
+    assert (message["state"], message["code"]) == ("ran", "marked = 'abcd'")
+    assert [m["text"] for m in chat["messages"] if m["role"] == "agent"] == ["Done ."]
+    assert [e["reason"] for e in chat["events"] if e["type"] == "round.ended"] == ["done"]
+    assert not [m for m in chat["messages"] if "went wrong" in m["text"]]
 
 
 async def test_a_chat_without_a_notebook_answers_in_words_and_the_round_goes_on(

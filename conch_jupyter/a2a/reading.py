@@ -91,7 +91,8 @@ def _texts(parts: Any) -> str:
 
 
 def _str(value: Any) -> str | None:
-    return value[:200] if isinstance(value, str) and value else None
+    # Ids are kept (a contextId is stored with the chat) and sent back: cleaned like the text.
+    return (clean_text(value, 200) or None) if isinstance(value, str) else None
 
 
 # --- an outside agent's card -------------------------------------------------------------

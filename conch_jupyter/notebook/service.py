@@ -31,6 +31,7 @@ from typing import Any
 from ..hub import Hub
 from ..providers.base import ToolCall
 from ..store import Conversation, Mode, NotFound, Store
+from ..talk import clean_text
 from .kernel import KernelBusy, NoKernel, NotebookKernels
 from .reading import notebook_text, variables_text
 from .rules import (
@@ -47,7 +48,12 @@ from .rules import (
 )
 
 SEND_OUTSIDE = "send_outside"  # what a message from the kernel waits on before it goes out
-CODE_LIMIT = 20_000  # the code shown for a yes (and so what runs) is cut here
+# The most code one run_code call may carry; longer code is refused whole, never cut (a cut
+# program runs without its end). 100,000 characters is some 25,000 tokens at four a token:
+# beyond what a model sends in one call (its whole output budget is 4k to 64k tokens, and code
+# arrives in a reply's share of it), about 2,500 lines, still a program a person can scroll
+# through before saying yes.
+CODE_LIMIT = 100_000
 NAME_LIMIT = 80
 BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
 
@@ -197,14 +203,19 @@ class NotebookTools:
             "name": caller.name,
             "tool": call.name[:NAME_LIMIT],  # a model's made-up name is kept short
         }
-        if call.name == RUN_CODE:
-            entry["code"] = code
+        too_long = code is not None and len(code) > CODE_LIMIT
+        if call.name == RUN_CODE and not too_long:
+            entry["code"] = code  # all of it: what a yes is asked for is what runs
         if verdict.action == "refuse":
             return await self._end(
                 conversation_id, caller, entry, verdict.words, "refused", started
             )
-        if call.name == RUN_CODE and code is None:
-            words = 'Not run: run_code needs {"code": "..."} with the code as a string.'
+        if call.name == RUN_CODE and (code is None or too_long):
+            words = (
+                too_long_words(len(code))
+                if code is not None
+                else 'Not run: run_code needs {"code": "..."} with the code as a string.'
+            )
             return await self._end(conversation_id, caller, entry, words, "refused", started)
         try:
             if verdict.action == "ask" and (
@@ -276,7 +287,9 @@ class NotebookTools:
         ending: Ending,
         started: float,
     ) -> str:
-        shown = cut_output(output)
+        # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
+        # enters the chat and the model's next request here: cleaned like all text from elsewhere.
+        shown = cut_output(clean_text(output))
         call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
         message = await self.store.add_message(
             conversation_id,
@@ -306,6 +319,15 @@ class NotebookTools:
         self.hub.event(await self.store.add_event(conversation_id, kind, data))
 
 
+def too_long_words(length: int) -> str:
+    """What the model (and the chat) is told of code over CODE_LIMIT: none of it ran, and why."""
+    return (
+        f"Not run: the code is {length:,} characters long, and one run_code call may carry at"
+        f" most {CODE_LIMIT:,}. None of it ran (code is never cut). Send it in smaller parts,"
+        " each one whole."
+    )
+
+
 def _code(call: ToolCall) -> str | None:
     code = (call.arguments or {}).get("code")
-    return code[:CODE_LIMIT] if isinstance(code, str) else None
+    return code if isinstance(code, str) else None

@@ -12,6 +12,7 @@ The wire formats themselves live in `openai.py` and `anthropic.py`; the offline 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 
 from ..sse import SSEEvent, aiter_events
+from ..talk import clean_json, clean_text
 from .anthropic import AnthropicWire
 from .base import (
     ChatWire,
@@ -29,6 +31,7 @@ from .base import (
     ProviderError,
     StreamItem,
     TextDelta,
+    ToolCall,
     closing_stream,
 )
 from .offline import OfflineProvider
@@ -38,6 +41,11 @@ from .openai import OpenAIWire
 PASSING_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER = 10.0
 OLLAMA_URL = "http://127.0.0.1:11434"
+# All a reply may say, its text and its tool calls' arguments together: the largest output
+# budgets today are about 64k tokens, some 250,000 characters at four a token, so a reply past
+# eight times that is a server gone wrong, not a model answering; it is read no further, and
+# said in words. (A run_code call's own bound is far lower: notebook/service.py's CODE_LIMIT.)
+REPLY_CHARS = 2_000_000
 
 
 class HttpProvider:
@@ -82,9 +90,17 @@ class HttpProvider:
                     raw = (await response.aread()).decode("utf-8", "replace")
                     raise self._refusal(response, raw, request.model, has_key=bool(key))
                 events = aiter_events(response)
+                said = 0
                 async with closing_stream(self.wire.read_reply(events, request)) as items:
                     async for item in items:
-                        yield item
+                        clean = _cleaned(item)
+                        said += _length(clean)
+                        if said > REPLY_CHARS:
+                            raise ProviderError(
+                                f"The reply from the {self.wire.label} provider ran past"
+                                f" {REPLY_CHARS:,} characters; Conch stopped reading it."
+                            )
+                        yield clean
         except ProviderError as error:
             if key and key in error.words:  # a server echoing the key must not show it
                 error.words = error.words.replace(key, "***")
@@ -149,6 +165,25 @@ class HttpProvider:
             status=status,
             retry_after=_seconds(response.headers.get("retry-after")),
         )
+
+
+def _cleaned(item: StreamItem) -> StreamItem:
+    """What a model said, as it enters Conch: its text and its tool calls (name and every string
+    of the arguments) without control, invisible or unstorable characters (`clean_text`).
+    One place for both wire formats, so no text of a model's can stop a turn later."""
+    if isinstance(item, TextDelta):
+        return TextDelta(clean_text(item.text))
+    if isinstance(item, ToolCall):
+        return ToolCall(clean_text(item.id), clean_text(item.name), clean_json(item.arguments))
+    return item
+
+
+def _length(item: StreamItem) -> int:
+    if isinstance(item, TextDelta):
+        return len(item.text)
+    if isinstance(item, ToolCall):
+        return len(item.name) + len(json.dumps(item.arguments, ensure_ascii=False))
+    return 0
 
 
 def _error_detail(body: str) -> str:

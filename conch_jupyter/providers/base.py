@@ -19,6 +19,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from ..talk import clean_text
+
 if TYPE_CHECKING:
     from ..sse import SSEEvent
 
@@ -136,6 +138,9 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
+        # Words for a person, which may carry a server's own (a hostile one's): cleaned, so
+        # they can be stored and shown like any other text.
+        words = clean_text(words)
         super().__init__(words)
         self.words = words
         self.passing = passing

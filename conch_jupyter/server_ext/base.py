@@ -215,6 +215,10 @@ def _words(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "body"
     if first["type"] == "json_invalid":
+        if "surrogate" in first["msg"] or "end of hex escape" in first["msg"]:
+            # "\\ud800" alone: JSON's grammar allows it, but it is no character, and no text
+            # holding it can be stored.
+            return "The body holds a lone surrogate (a \\u escape that is not a character)."
         return "The body is not valid JSON."
     if first["type"] == "extra_forbidden":
         return f"Unknown field: {where}."

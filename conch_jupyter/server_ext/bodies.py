@@ -1,13 +1,22 @@
-"""The request bodies the REST API accepts, validated at the edge (unknown fields refused)."""
+"""The request bodies the REST API accepts, validated at the edge (unknown fields refused).
+
+Text that people read (a message, a name, a persona, instructions, a title, a label) is cleaned as
+it enters (`Text`: talk.clean_text, after the length is checked): no control, invisible or
+reordering characters reach the store or a model. A body holding a lone surrogate is not read at
+all (pydantic's JSON parser refuses it, and `_words` in base.py says so).
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..rows import Mode
+from ..talk import clean_text
+
+Text = Annotated[str, AfterValidator(clean_text)]
 
 
 class Body(BaseModel):
@@ -41,23 +50,23 @@ class PriceIn(Body):
 
 
 class AgentIn(Body):
-    name: str = Field(max_length=200)
-    persona: str = Field(default="", max_length=2_000)
-    instructions: str = Field(default="", max_length=20_000)
+    name: Text = Field(max_length=200)
+    persona: Text = Field(default="", max_length=2_000)
+    instructions: Text = Field(default="", max_length=20_000)
     provider: ProviderIn = ProviderIn(kind="offline")
     price: PriceIn | None = None
 
 
 class AgentPatch(Body):
-    name: str | None = Field(default=None, max_length=200)
-    persona: str | None = Field(default=None, max_length=2_000)
-    instructions: str | None = Field(default=None, max_length=20_000)
+    name: Text | None = Field(default=None, max_length=200)
+    persona: Text | None = Field(default=None, max_length=2_000)
+    instructions: Text | None = Field(default=None, max_length=20_000)
     provider: ProviderIn | None = None
     price: PriceIn | None = None
 
 
 class ConversationIn(Body):
-    title: str = Field(default="", max_length=200)
+    title: Text = Field(default="", max_length=200)
     # The notebook's path under the server's root, as Jupyter's own APIs spell it.
     path: str | None = Field(default=None, max_length=1000)
 
@@ -81,7 +90,7 @@ class ToolAnswer(Body):
 
 
 class MessageIn(Body):
-    text: str = Field(min_length=1, max_length=16_000)
+    text: Text = Field(min_length=1, max_length=16_000)
 
     @field_validator("text")
     @classmethod

@@ -22,7 +22,7 @@ from tornado import web
 
 from ..a2a.outside.service import OutsideError
 from .base import ApiError, ConchHandler
-from .bodies import Body
+from .bodies import Body, Text
 
 _STATUS = {
     "not_found": 404,
@@ -36,11 +36,11 @@ _STATUS = {
 
 class PasteIn(Body):
     paste: str = Field(min_length=1, max_length=10_000)
-    name: str | None = Field(default=None, max_length=200)
+    name: Text | None = Field(default=None, max_length=200)
 
 
 class RenameIn(Body):
-    name: str = Field(max_length=200)
+    name: Text = Field(max_length=200)
 
 
 OUTSIDE_SETTINGS = ("add, rename, remove or repair outside agents", "Settings (%conch outside)")

@@ -21,13 +21,13 @@ from tornado import web
 from ..a2a.door.pairing import PairingError
 from ..agents import AgentError
 from .base import ApiError, ConchHandler, endpoint_url
-from .bodies import Body
+from .bodies import Body, Text
 
 
 class PairingIn(Body):
     agents: list[StrictStr] = Field(min_length=1, max_length=20)
     remote: StrictBool = False
-    label: StrictStr = Field(default="", max_length=80)
+    label: Text = Field(default="", max_length=80)
 
 
 REMOTE_NOTE = (
