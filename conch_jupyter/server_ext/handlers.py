@@ -3,8 +3,9 @@
 Each handler parses (pydantic), calls a service and serialises; errors are base.py's one JSON
 shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
 + XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and not
-even here for the user's own two acts: saying yes to a run and changing a chat's mode (every
-kernel holds that key, and so does every piece of code an agent runs).
+even here for the user's own acts: saying yes to a run, changing a chat's mode, and interrupting
+or restarting the kernel when an agent's code did not stop (every kernel holds that key, and so
+does every piece of code an agent runs).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..notebook.service import NotAsking
+from ..notebook.service import KernelActionRefused, NotAsking
 from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
 
@@ -134,6 +135,29 @@ class ToolAnswerHandler(ConchHandler):
         self.reply({"call_id": call_id, "run": body.run})
 
 
+class KernelActionHandler(ConchHandler):
+    """The user's Interrupt again or Restart kernel, offered while an agent's code that Stop
+    interrupted still runs (the chat's `stuck`); 409 in words when nothing is stuck."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, conversation_id: str, action: str) -> None:
+        the_users_own(self, "interrupt or restart the kernel")
+        tools = self.conch.tools
+        try:
+            if action == "interrupt":
+                answer = {
+                    "interrupted": True,
+                    "stuck": await tools.interrupt_again(conversation_id),
+                }
+            else:
+                await tools.restart_kernel(conversation_id)
+                answer = {"restarted": True, "stuck": tools.stuck(conversation_id)}
+        except KernelActionRefused as error:
+            raise ApiError(409, error.code, error.message) from None
+        self.reply(answer)
+
+
 class MessagesHandler(ConchHandler):
     @web.authenticated
     @authorized
@@ -213,6 +237,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
+        (chat + r"/kernel/(?P<action>interrupt|restart)", KernelActionHandler),
     ]
 
 
