@@ -79,6 +79,7 @@ def _stream() -> list[dict[str, Any]]:
     snapshot = {"title": "work/a.ipynb", "messages": [], "events": [], "roster": ROSTER}
     call = {"call_id": "t_1", "agent": "writer", "name": "Writer", "tool": "run_code"}
     call["code"] = "print(2 + 2)"
+    ids = {k: call[k] for k in ("call_id", "agent", "name")}
     return [
         {"type": "snapshot", "conversation": snapshot},
         message("u1", "user", "@Researcher go, @Helper look, @Writer draft"),
@@ -113,6 +114,13 @@ def _stream() -> list[dict[str, Any]]:
         message("t2", "tool", "x = 1", agent="writer", name="Writer", tool="list_variables"),
         {"type": "round", "round": None},
         event(3, "round.ended", turns=3, reason="stopped", words="Researcher, Helper and Writer"),
+        # Writer's code caught Stop's interrupt: the chat is stuck (no item of its own: the
+        # view's Interrupt again and Restart kernel are not items), until a note says it ended.
+        {"type": "stuck", "stuck": {**ids, "words": "Writer's code did not stop."}},
+        event(4, "kernel.stuck", **ids),
+        event(5, "kernel.idle", after="restart", **ids),
+        {"type": "stuck", "stuck": None},
+        message("n4", "note", "The kernel was restarted: Writer's code is ended."),
         "check",
     ]
 
@@ -159,10 +167,11 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "note",
         "tool",
         "tool",
+        "note",
     ]
-    assert python[1]["items"][-2]["code"] == "1 + 2"
-    assert python[1]["items"][-1]["state"] == ""
-    tool = python[1]["items"][-4]
+    assert python[1]["items"][-3]["code"] == "1 + 2"
+    assert python[1]["items"][-2]["state"] == ""
+    tool = python[1]["items"][-5]
     assert (tool["summary"], tool["code"], tool["output"]) == (
         "Writer · code · ran",
         "print(2 + 2)",
