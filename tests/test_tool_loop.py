@@ -273,6 +273,18 @@ def notes(chat: dict[str, Any]) -> list[str]:
     return [m["text"] for m in chat["messages"] if m["role"] == "note"]
 
 
+async def said_idle(api: Api, chat_id: str) -> dict[str, Any]:
+    """The chat once it said the kernel is done with the run (its event, then its note)."""
+
+    async def said() -> dict[str, Any] | None:
+        _, chat = await api("GET", f"conversations/{chat_id}")
+        idle = any(e["type"] == "kernel.idle" for e in chat["events"])
+        return chat if idle and "kernel" in notes(chat)[-1] else None
+
+    found: dict[str, Any] = await wait_for(said, 5)
+    return found
+
+
 async def test_stop_on_code_that_catches_the_interrupt_says_the_kernel_is_still_busy(
     api: Api,
     models: ScriptedModels,
@@ -321,11 +333,7 @@ async def test_stop_on_code_that_catches_the_interrupt_says_the_kernel_is_still_
     assert (status, answer) == (200, {"restarted": True, "stuck": None})
     assert km.execution_state == "idle"
 
-    async def said() -> dict[str, Any] | None:
-        _, chat = await api("GET", f"conversations/{chat_id}")
-        return chat if any(e["type"] == "kernel.idle" for e in chat["events"]) else None
-
-    chat = await wait_for(said, 5)
+    chat = await said_idle(api, chat_id)
     assert chat["stuck"] is None
     [idle] = [e for e in chat["events"] if e["type"] == "kernel.idle"]
     assert (idle["call_id"], idle["after"]) == (message["call_id"], "restart")
@@ -336,6 +344,11 @@ async def test_stop_on_code_that_catches_the_interrupt_says_the_kernel_is_still_
     for action in ("interrupt", "restart"):
         status, body = await api("POST", f"{kernel_path}/{action}")
         assert (status, body["error"]["code"]) == (409, "not_stuck")
+    # The new kernel takes the next run as usual.
+    models.script(Reply(tool_calls=(run("after = 'ran'"),)), Reply(text="Ran."))
+    await say(api, chat_id, "@Analyst again")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat)[-1] == "ran"
 
 
 async def test_interrupt_again_ends_code_that_caught_only_stops_interrupt(
@@ -347,11 +360,7 @@ async def test_interrupt_again_ends_code_that_caught_only_stops_interrupt(
     status, answer = await api("POST", f"conversations/{chat_id}/kernel/interrupt")
     assert (status, answer) == (200, {"interrupted": True, "stuck": None})
 
-    async def said() -> dict[str, Any] | None:
-        _, chat = await api("GET", f"conversations/{chat_id}")
-        return chat if any(e["type"] == "kernel.idle" for e in chat["events"]) else None
-
-    chat = await wait_for(said, 5)
+    chat = await said_idle(api, chat_id)
     assert chat["stuck"] is None
     assert notes(chat)[-1] == "Analyst's code stopped when interrupted again: the kernel is idle."
     # The kernel kept its variables, and the next run goes as usual.

@@ -144,6 +144,7 @@ class StuckRun:
     ended: asyncio.Future[After]
     interrupts: int = 1  # Stop's, then one for each Interrupt again
     restarting: bool = False
+    restarted: bool = False  # the kernel answered after the user's Restart: the run is gone
     watcher: asyncio.Task[None] | None = None
 
 
@@ -290,7 +291,9 @@ class NotebookKernels:
         restarted = await ensure_async(self.kernels.restart_kernel(stuck.kernel_id))
         if isinstance(restarted, asyncio.Future):  # jupyter_server: resolved once it answers
             await asyncio.wait_for(restarted, RESTART_SECONDS)
+        stuck.restarted = True  # a new kernel answered: nothing of the run is left
         await asyncio.wait({stuck.ended}, timeout=AGAIN_WAIT_SECONDS)
+        await self._seen_idle(stuck.kernel_id)
 
     async def close(self) -> None:
         watchers = [s.watcher for s in self._stuck.values() if s.watcher is not None]
@@ -315,22 +318,25 @@ class NotebookKernels:
     async def _client(self, kernel_id: str) -> Any:
         client = self._clients.get(kernel_id)
         if client is None:
-            manager = self.kernels.get_kernel(kernel_id)
-            # A session of our own: a client sharing the manager's session id would share its
-            # shell identity, and the kernel's replies would go to whichever connected last.
-            own = Session(
-                key=manager.session.key,
-                signature_scheme=manager.session.signature_scheme,
-                username="conch",
-            )
-            client = manager.client(session=own)
-            client.start_channels()
-            try:
-                await client.wait_for_ready(timeout=ANSWER_SECONDS)
-            except BaseException:
-                client.stop_channels()
-                raise
-            self._clients[kernel_id] = client
+            client = self._clients[kernel_id] = await self._new_client(kernel_id)
+        return client
+
+    async def _new_client(self, kernel_id: str) -> Any:
+        manager = self.kernels.get_kernel(kernel_id)
+        # A session of our own: a client sharing the manager's session id would share its
+        # shell identity, and the kernel's replies would go to whichever connected last.
+        own = Session(
+            key=manager.session.key,
+            signature_scheme=manager.session.signature_scheme,
+            username="conch",
+        )
+        client = manager.client(session=own)
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=ANSWER_SECONDS)
+        except BaseException:
+            client.stop_channels()
+            raise
         return client
 
     async def _wait_idle(
@@ -392,6 +398,28 @@ class NotebookKernels:
             if not stuck.ended.done():
                 stuck.ended.set_result(after)
 
+    async def _seen_idle(self, kernel_id: str) -> None:
+        """After a restart, make sure the server sees the new kernel idle. It learns the state
+        from the kernel's broadcast, and a new kernel's first words ("starting") can be lost
+        while the server's subscription reconnects; then it would go on saying "busy" (the old
+        run's), and an agent's next run would wait for it for ever. An empty, silent request is
+        answered busy then idle, which the server does see."""
+        if getattr(self.kernels.get_kernel(kernel_id), "execution_state", None) != "busy":
+            return
+        # A client of its own, for this one request: the kernel's lock may be taken by an agent's
+        # run waiting for the very idle this brings.
+        client = await self._new_client(kernel_id)
+        try:
+            msg_id = client.execute("", silent=True, store_history=False, allow_stdin=False)
+            await self._shell_reply(client, msg_id)
+        finally:
+            client.stop_channels()
+        deadline = time.monotonic() + AGAIN_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            if getattr(self.kernels.get_kernel(kernel_id), "execution_state", None) != "busy":
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
     async def _how_it_ends(self, stuck: StuckRun, client: Any) -> After:
         """Read the kernel's broadcast until the run's request ends; the server's own view of
         the kernel's state says when it restarted (Jupyter's Restart, or ours), was shut down
@@ -399,6 +427,8 @@ class NotebookKernels:
         in order), whether or not its own end was seen here."""
         restarted = False
         while True:
+            if stuck.restarted:
+                return "restart"
             if stuck.kernel_id not in self.kernels:
                 return "gone"
             state = getattr(self.kernels.get_kernel(stuck.kernel_id), "execution_state", None)
