@@ -157,8 +157,8 @@ export function approvals(actions, announce, refocus) {
  */
 export function stuckBlock(actions, announce, refocus) {
   const head = `conch-stuck-${uid()}`;
-  const words = h("div", { class: "conch-approval-head conch-stuck-words", id: head });
-  const said = h("span", { class: "conch-approval-said", role: "status" });
+  const words = h("div", { class: "conch-stuck-words", id: head });
+  const said = h("span", { class: "conch-stuck-said", role: "status" });
   let pending = false;
   /** @type {string | null} */
   let shownFor = null;
@@ -181,7 +181,7 @@ export function stuckBlock(actions, announce, refocus) {
     title: "Restarting ends the code, and the kernel's variables are lost.",
     onclick: () => act("restart", "Restarting the kernel…"),
   });
-  const el = h("section", { class: "conch-approval conch-stuck", "aria-labelledby": head }, words, h("div", { class: "conch-approval-bar" }, again, restart, said));
+  const el = h("section", { class: "conch-stuck", "aria-labelledby": head }, words, h("div", { class: "conch-stuck-bar" }, again, restart, said));
   el.hidden = true;
 
   /** @param {ToolView | undefined} view */
