@@ -10,9 +10,10 @@
  * Relay (any other front end): the kernel follows the chat and keeps traits the view draws, and
  * the view's sends and stops go to it as custom messages.
  *
- * Agents that work in the notebook: the header's mode switch and the approval blocks are drawn
- * only where the view talks to the server itself, because only the user's own Jupyter auth may
- * change the mode or say yes (the kernel's key gets 403 for both).
+ * Agents that work in the notebook: the header's mode switch, the approval blocks and the
+ * Interrupt again / Restart kernel block (an agent's code that Stop could not end) are drawn only
+ * where the view talks to the server itself, because only the user's own Jupyter auth may change
+ * the mode, say yes, or interrupt or restart the kernel (the kernel's key gets 403 for each).
  */
 
 import { composer } from "./composer.js";
@@ -22,7 +23,8 @@ import { reconcile } from "./reconcile.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
-import { approvals, modeSwitch } from "./tool-views.js";
+import { stuckOf } from "./tools.js";
+import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike
@@ -41,8 +43,8 @@ const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", 
 
 /** The tool state the header and the approvals draw. @param {ChatState} chat @returns {import("./tool-views.js").ToolView} */
 function toolView(chat) {
-  const { mode, tainted, switchable } = chat.tools;
-  return { mode, tainted, switchable, approvals: chat.tools.approvals() };
+  const { mode, tainted, switchable, stuck } = chat.tools;
+  return { mode, tainted, switchable, approvals: chat.tools.approvals(), stuck };
 }
 
 /**
@@ -173,6 +175,22 @@ export function directChat(api, conversationId, refused) {
       redraw();
       return "";
     },
+    async kernel(action) {
+      try {
+        const answer = await api.request("POST", `${path}/kernel/${action}`);
+        chat.tools.stuck = stuckOf(answer?.stuck);
+        state.update({ problem: "" });
+      } catch (error) {
+        if (!(error instanceof ConchError && error.status === 409)) {
+          return error instanceof ConchError ? error.message : String(error);
+        }
+        // Nothing is stuck any more (it ended, or another page acted first): said, not thrown.
+        chat.tools.stuck = null;
+        state.update({ problem: error.message });
+      }
+      redraw();
+      return "";
+    },
   };
 }
 
@@ -209,6 +227,7 @@ export function chatView(model, el, connect) {
   const actions = {
     setMode: async (mode) => source.setMode?.(mode),
     answer: async (callId, run) => (source.answer ? source.answer(callId, run) : "Answer from JupyterLab or Notebook 7."),
+    kernel: async (action) => (source.kernel ? source.kernel(action) : "Do this from JupyterLab or Notebook 7."),
   };
   const modes = modeSwitch(actions);
   const ctx = {
@@ -218,7 +237,9 @@ export function chatView(model, el, connect) {
     },
     stop: () => source.stop(),
   };
-  const asks = approvals(actions, ctx.announce, () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus());
+  const refocus = () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus();
+  const asks = approvals(actions, ctx.announce, refocus);
+  const stuckRun = stuckBlock(actions, ctx.announce, refocus);
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": state === model ? "kernel" : "server" },
@@ -226,6 +247,7 @@ export function chatView(model, el, connect) {
     problem,
     log,
     asks.el,
+    stuckRun.el,
     box.el,
     status,
   );
@@ -283,6 +305,7 @@ export function chatView(model, el, connect) {
     });
     modes.draw(state.get("tools"));
     asks.draw(state.get("tools"));
+    stuckRun.draw(state.get("tools"));
     box.draw();
     toBottom();
     requestAnimationFrame(toBottom); // the first draw may happen before the view is attached

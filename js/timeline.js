@@ -143,6 +143,7 @@ export class ChatState {
         return "live";
       }
       case "working": // the round card's line and the streaming reply say what the agent does
+      case "stuck": // what the chat offers under the log
         return tools ? "items" : "";
       default:
         return "";

@@ -2,8 +2,10 @@
 /**
  * What agents that work in the notebook look like in the chat (issue 14): the header's mode
  * switch (Ask / Auto / Read) with its words, an approval block for each run asking for the
- * user's yes (the code in full, monospace, with Run and Don't run), and a tool message as a
- * quiet block under the agent's reply, folded, holding what ran and what came back.
+ * user's yes (the code in full, monospace, with Run and Don't run), the words and the two
+ * buttons (Interrupt again, Restart kernel) while an agent's code that Stop interrupted runs on,
+ * and a tool message as a quiet block under the agent's reply, folded, holding what ran and what
+ * came back.
  *
  * Code and output are only ever text here (textContent): an agent's code and what it printed
  * are shown, never turned into DOM.
@@ -15,10 +17,13 @@ import { MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 /**
  * @typedef {import("./tools.js").Asking} Asking
  * @typedef {import("./tools.js").Mode} Mode
- * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[]}} ToolView
+ * @typedef {import("./tools.js").Stuck} Stuck
+ * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[], stuck: Stuck | null}} ToolView
+ * @typedef {"interrupt" | "restart"} KernelAction
  * @typedef {{
  *   setMode(mode: Mode): Promise<void>,
  *   answer(callId: string, run: boolean): Promise<string>,
+ *   kernel(action: KernelAction): Promise<string>,
  * }} ToolActions
  */
 
@@ -148,6 +153,65 @@ export function approvals(actions, announce, refocus) {
       else announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
     }
     el.hidden = shown.size === 0;
+  }
+  return { el, draw };
+}
+
+/**
+ * While an agent's code that Stop interrupted runs on (it caught the interrupt), the server's
+ * words for it and the user's two ways out: Interrupt again, and Restart kernel. Drawn where the
+ * approvals are, for the same reason (only the user's own Jupyter auth may do either; the
+ * kernel's key gets 403), and gone once the kernel is done with the run (the chat's note says
+ * how). Words are text only.
+ * @param {ToolActions} actions @param {(words: string) => void} announce
+ * @param {() => void} refocus
+ */
+export function stuckBlock(actions, announce, refocus) {
+  const head = `conch-stuck-${uid()}`;
+  const words = h("div", { class: "conch-stuck-words", id: head });
+  const said = h("span", { class: "conch-stuck-said", role: "status" });
+  let pending = false;
+  /** @type {string | null} */
+  let shownFor = null;
+  /** @param {KernelAction} action @param {string} doing */
+  const act = async (action, doing) => {
+    if (pending) return;
+    pending = true;
+    for (const button of [again, restart]) button.setAttribute("aria-disabled", "true");
+    said.textContent = doing;
+    const problem = await actions.kernel(action);
+    said.textContent = problem;
+    pending = false;
+    for (const button of [again, restart]) button.setAttribute("aria-disabled", "false");
+  };
+  const again = h("button", { type: "button", class: "conch-button conch-interrupt", text: "Interrupt again", onclick: () => act("interrupt", "Interrupting…") });
+  const restart = h("button", {
+    type: "button",
+    class: "conch-button conch-quiet conch-restart",
+    text: "Restart kernel",
+    title: "Restarting ends the code, and the kernel's variables are lost.",
+    onclick: () => act("restart", "Restarting the kernel…"),
+  });
+  const el = h("section", { class: "conch-stuck", "aria-labelledby": head }, words, h("div", { class: "conch-stuck-bar" }, again, restart, said));
+  el.hidden = true;
+
+  /** @param {ToolView | undefined} view */
+  function draw(view) {
+    const stuck = view ? view.stuck : null;
+    if (!stuck) {
+      if (!el.hidden && el.contains(document.activeElement)) refocus();
+      el.hidden = true;
+      shownFor = null;
+      said.textContent = "";
+      return;
+    }
+    el.hidden = false;
+    el.dataset.call = stuck.call_id;
+    if (words.textContent !== stuck.words) words.textContent = stuck.words;
+    if (shownFor !== stuck.call_id) {
+      shownFor = stuck.call_id;
+      announce(`${stuck.words} Interrupt again or Restart kernel are below the chat.`);
+    }
   }
   return { el, draw };
 }

@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * Agents that work in the notebook, as the view follows them (issue 14): the chat's mode and
- * taint, the runs asking for the user's yes, the call at work now, and a tool message as a chat
- * item. Pure: no DOM, no network (tested with node --test); timeline.js folds it into the chat.
+ * taint, the runs asking for the user's yes, the call at work now, a run Stop could not end
+ * (the kernel still busy with it: `stuck`), and a tool message as a chat item. Pure: no DOM, no
+ * network (tested with node --test); timeline.js folds it into the chat.
  *
  * The kernel-side mirror of the items and words here is in conch_jupyter/widget/timeline.py;
  * tests/test_view_js.py checks both draw the same items from one stream.
@@ -13,6 +14,7 @@
  * @typedef {"ask" | "auto" | "read"} Mode
  * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
+ * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
 
 /** @type {{mode: Mode, label: string}[]} the header's switch, in its order */
@@ -47,6 +49,8 @@ export class ToolState {
     this.asking = new Map();
     /** @type {Working | null} */
     this.working = null;
+    /** @type {Stuck | null} the run Stop could not end, while the kernel is busy with it */
+    this.stuck = null;
   }
 
   /**
@@ -62,6 +66,7 @@ export class ToolState {
         this.switchable = (chat.origin || "user") === "user";
         this.asking = new Map((chat.asking || []).map((/** @type {Asking} */ a) => [String(a.call_id), a]));
         this.working = chat.working || null;
+        this.stuck = stuckOf(chat.stuck);
         return true;
       }
       case "message":
@@ -74,6 +79,7 @@ export class ToolState {
         if (event.type === "mode.changed") this.mode = modeOf(event.mode);
         else if (event.type === "tool.asking" || event.type === "send.asking") this.asking.set(String(event.call_id), askingOf(event));
         else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
+        else if (event.type === "kernel.idle" && this.stuck?.call_id === String(event.call_id)) this.stuck = null;
         else return false;
         return true;
       }
@@ -83,6 +89,9 @@ export class ToolState {
         if (this.working && this.working.state !== "asking") this.asking.delete(String(this.working.call_id));
         return true;
       }
+      case "stuck": // the server's words change (Interrupt again did not end it), or it ended
+        this.stuck = stuckOf(item.stuck);
+        return true;
       default:
         return false;
     }
@@ -103,6 +112,14 @@ export const SEND_OUTSIDE = "send_outside";
 /** @param {unknown} mode @returns {Mode} */
 function modeOf(mode) {
   return mode === "auto" || mode === "read" ? mode : "ask";
+}
+
+/** @param {unknown} stuck @returns {Stuck | null} */
+export function stuckOf(stuck) {
+  if (!stuck || typeof stuck !== "object") return null;
+  const { call_id, agent, name, words } = /** @type {Item} */ (stuck);
+  const who = typeof name === "string" && name ? name : "An agent";
+  return { call_id: String(call_id), agent: String(agent || ""), name, words: String(words || `${who}'s code did not stop: the kernel is still busy.`) };
 }
 
 /** @param {Item} event @returns {Asking} */

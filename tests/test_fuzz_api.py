@@ -128,5 +128,6 @@ def test_odd_ids_in_paths(server: JupyterProcess, http: httpx.Client, segment: s
         ("DELETE", f"agents/{ident}"),
         ("GET", f"conversations/{ident}"),
         ("POST", f"conversations/{ident}/round/stop"),
+        ("POST", f"conversations/{ident}/kernel/restart"),
     ):
         check(http.request(method, server.api(path)))

@@ -325,3 +325,54 @@ async def test_stop_the_moment_a_run_is_sent_still_stops_it(
     assert ended < 3  # … not slept through
     assert await kernel.value("'ran_on' in globals()") == "False"
     assert (await kernel.run("1 + 1"))["output"] == "2"  # the kernel still works
+
+
+async def test_code_that_outlives_stop_is_followed_until_it_ends_by_itself(
+    jp_serverapp: Any, kernel: NotebookKernel
+) -> None:
+    """Code that catches Stop's interrupt and ends later on its own: the call ends `skipped`
+    saying the kernel is still busy, the chat is stuck meanwhile (reads say the kernel is busy
+    at once, without waiting for it), and once the run ends the chat says so."""
+    from conch_jupyter.notebook.rules import STILL_BUSY_WORDS
+    from conch_jupyter.notebook.service import BUSY_WORDS
+
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
+    code = (
+        "import time\nend = time.monotonic() + 3\nwhile time.monotonic() < end:\n"
+        "    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass\n"
+        "outlived = 'yes'"
+    )
+    call = asyncio.ensure_future(tools.call(chat, ANALYST, run(code), 0))
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
+    await wait_for(lambda: _async(km.execution_state == "busy"))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert time.monotonic() - started < 2  # Stop does not wait for it
+    [message] = tool_messages(jp_serverapp, chat)
+    assert (message["state"], message["output"]) == ("skipped", STILL_BUSY_WORDS)
+    stuck = tools.stuck(chat)
+    assert stuck is not None
+    assert stuck["words"] == "Analyst's code did not stop: the kernel is still busy."
+    read_started = time.monotonic()
+    listed = await tools.call(chat, ANALYST, ToolCall("c", "list_variables", {}), 1)
+    assert listed == BUSY_WORDS
+    assert time.monotonic() - read_started < 1
+    assert km.execution_state == "busy"
+    await wait_for(lambda: _async(tools.stuck(chat) is None), timeout=10)
+    assert await kernel.value("outlived") == "'yes'"  # it ran to its end, by itself
+
+    def idle_events() -> list[dict[str, Any]]:
+        return [e for e in events(jp_serverapp, chat) if e["type"] == "kernel.idle"]
+
+    [idle] = await wait_for(lambda: _async(idle_events()))
+    assert (idle["call_id"], idle["after"]) == (message["call_id"], "itself")
+    store = conch_of(jp_serverapp).store
+    assert [m.text for m in store.messages(chat) if m.role == "note"] == [
+        "Analyst's code has ended: the kernel is idle."
+    ]
+    # Nothing holds the kernel any more: the next run goes.
+    assert await tools.call(chat, ANALYST, run("after = 1\nafter"), 2) == "1\n"

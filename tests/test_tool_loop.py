@@ -4,14 +4,21 @@ the real door. What ran is checked over the kernel's own channels, never through
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import time
 from typing import Any
 
 import httpx
 import pytest
 
-from conch_jupyter.notebook.rules import NO_KERNEL_WORDS, OUTPUT_LIMIT
+from conch_jupyter.notebook.rules import (
+    NO_KERNEL_WORDS,
+    OUTPUT_LIMIT,
+    STILL_BUSY_WORDS,
+    STOPPED_WORDS,
+)
 from conch_jupyter.notebook.service import CODE_LIMIT, too_long_words
 
 from . import notebook_kernels
@@ -196,6 +203,184 @@ async def test_stop_during_a_long_run_ends_the_round_at_once_and_the_kernel_is_i
     assert chat["events"][-1]["reason"] == "stopped"
     assert len(models.requests) == 1  # the round ended: no second request
     assert (await kernel.run("'still here'"))["output"] == "'still here'"
+    # The code stopped, and the chat says only that: nothing is stuck, now or a moment later.
+    assert tool_messages(chat)[0]["output"] == STOPPED_WORDS
+    await asyncio.sleep(0.5)
+    _, chat = await api("GET", f"conversations/{chat_id}")
+    assert chat["stuck"] is None
+    assert not [e for e in chat["events"] if e["type"].startswith("kernel.")]
+    assert not [m for m in chat["messages"] if "still busy" in m["text"]]
+
+
+# Code that catches KeyboardInterrupt: Stop's interrupt cannot end it (nor can Jupyter's button).
+SWALLOWS_EVERY_INTERRUPT = """import time
+while True:
+    try:
+        time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+"""
+# … and code that catches only the first: the second interrupt ends it.
+SWALLOWS_ONE_INTERRUPT = """import time
+try:
+    while True:
+        time.sleep(0.1)
+except KeyboardInterrupt:
+    pass
+while True:
+    time.sleep(0.1)
+"""
+
+
+async def as_kernel(http_server_client: Any, base_url: str, path: str) -> tuple[int, Any]:
+    """A POST made with the kernel key, as code running in any kernel could make it."""
+    response = await http_server_client.fetch(
+        f"{base_url}conch/api/{path}",
+        method="POST",
+        body="{}",
+        headers={"X-Conch-Kernel-Key": os.environ["CONCH_KERNEL_KEY"]},
+        raise_error=False,
+    )
+    return response.code, json.loads(response.body)
+
+
+async def stop_a_run_that_goes_on(
+    api: Api, models: ScriptedModels, kernel: NotebookKernel, km: Any, code: str
+) -> tuple[str, dict[str, Any]]:
+    """Analyst runs `code` in Auto and the user presses Stop once it runs; the round ends at
+    once (< 2 s, `round.ended`), whatever the code does. The chat as the round ended."""
+    models.script(Reply(tool_calls=(run(code),)))  # the round ends there: no second request
+    await agent(api, models, "Analyst")
+    chat_id = await notebook_chat(api, mode="auto")
+    await say(api, chat_id, "@Analyst loop")
+
+    async def busy() -> bool:
+        working = (await api("GET", f"conversations/{chat_id}"))[1]["working"]
+        return bool(working and working["state"] == "running" and km.execution_state == "busy")
+
+    await wait_for(busy, 20)
+    await asyncio.sleep(0.3)  # into its loop
+    started = time.monotonic()
+    assert (await api("POST", f"conversations/{chat_id}/round/stop"))[1] == {"stopped": True}
+    chat = await settled(api, chat_id, 5)
+    assert time.monotonic() - started < 2
+    [end] = [e for e in chat["events"] if e["type"] == "round.ended"]
+    assert end["reason"] == "stopped"
+    assert len(models.requests) == 1
+    return chat_id, chat
+
+
+def notes(chat: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in chat["messages"] if m["role"] == "note"]
+
+
+async def said_idle(api: Api, chat_id: str) -> dict[str, Any]:
+    """The chat once it said the kernel is done with the run (its event, then its note)."""
+
+    async def said() -> dict[str, Any] | None:
+        _, chat = await api("GET", f"conversations/{chat_id}")
+        idle = any(e["type"] == "kernel.idle" for e in chat["events"])
+        return chat if idle and "kernel" in notes(chat)[-1] else None
+
+    found: dict[str, Any] = await wait_for(said, 5)
+    return found
+
+
+async def test_stop_on_code_that_catches_the_interrupt_says_the_kernel_is_still_busy(
+    api: Api,
+    models: ScriptedModels,
+    kernel: NotebookKernel,
+    jp_serverapp: Any,
+    http_server_client: Any,
+    jp_base_url: str,
+) -> None:
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    chat_id, chat = await stop_a_run_that_goes_on(api, models, kernel, km, SWALLOWS_EVERY_INTERRUPT)
+    # What really happened: interrupted, and it did not stop; the kernel is still busy.
+    [message] = tool_messages(chat)
+    assert (message["state"], message["output"]) == ("skipped", STILL_BUSY_WORDS)
+    assert chat["stuck"] == {
+        "call_id": message["call_id"],
+        "agent": "analyst",
+        "name": "Analyst",
+        "words": "Analyst's code did not stop: the kernel is still busy.",
+    }
+    [event] = [e for e in chat["events"] if e["type"] == "kernel.stuck"]
+    assert (event["call_id"], event["agent"], event["name"]) == (
+        message["call_id"],
+        "analyst",
+        "Analyst",
+    )
+    assert km.execution_state == "busy"
+    # Interrupt again: the code catches that one too, and the words say so.
+    kernel_path = f"conversations/{chat_id}/kernel"
+    status, answer = await api("POST", f"{kernel_path}/interrupt")
+    assert status == 200
+    assert answer["interrupted"] is True
+    assert answer["stuck"]["words"].startswith(
+        "Analyst's code did not stop, even when interrupted again: the kernel is still busy."
+    )
+    # The kernel key (which that very code holds) may do neither: 403, and nothing changes.
+    for action in ("interrupt", "restart"):
+        status, body = await as_kernel(http_server_client, jp_base_url, f"{kernel_path}/{action}")
+        assert (status, body["error"]["code"]) == (403, "only_the_user")
+    await asyncio.sleep(0.5)
+    _, chat = await api("GET", f"conversations/{chat_id}")
+    assert chat["stuck"]["call_id"] == message["call_id"]
+    assert km.execution_state == "busy"
+    assert not [e for e in chat["events"] if e["type"] == "kernel.idle"]
+    # The user's Restart kernel ends it: the kernel is idle, and the chat says so.
+    status, answer = await api("POST", f"{kernel_path}/restart")
+    assert (status, answer) == (200, {"restarted": True, "stuck": None})
+    assert km.execution_state == "idle"
+
+    chat = await said_idle(api, chat_id)
+    assert chat["stuck"] is None
+    [idle] = [e for e in chat["events"] if e["type"] == "kernel.idle"]
+    assert (idle["call_id"], idle["after"]) == (message["call_id"], "restart")
+    assert notes(chat)[-1] == (
+        "The kernel was restarted: Analyst's code is ended, and the kernel's variables are gone."
+    )
+    # Nothing is stuck any more: both answer 409 in words.
+    for action in ("interrupt", "restart"):
+        status, body = await api("POST", f"{kernel_path}/{action}")
+        assert (status, body["error"]["code"]) == (409, "not_stuck")
+    # The new kernel takes the next run as usual.
+    models.script(Reply(tool_calls=(run("after = 'ran'"),)), Reply(text="Ran."))
+    await say(api, chat_id, "@Analyst again")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat)[-1] == "ran"
+
+
+async def test_interrupt_again_ends_code_that_caught_only_stops_interrupt(
+    api: Api, models: ScriptedModels, kernel: NotebookKernel, jp_serverapp: Any
+) -> None:
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    chat_id, chat = await stop_a_run_that_goes_on(api, models, kernel, km, SWALLOWS_ONE_INTERRUPT)
+    assert chat["stuck"]["words"] == "Analyst's code did not stop: the kernel is still busy."
+    status, answer = await api("POST", f"conversations/{chat_id}/kernel/interrupt")
+    assert (status, answer) == (200, {"interrupted": True, "stuck": None})
+
+    chat = await said_idle(api, chat_id)
+    assert chat["stuck"] is None
+    assert notes(chat)[-1] == "Analyst's code stopped when interrupted again: the kernel is idle."
+    # The kernel kept its variables, and the next run goes as usual.
+    models.script(Reply(tool_calls=(run("after = 'ran'"),)), Reply(text="Ran."))
+    await say(api, chat_id, "@Analyst again")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat)[-1] == "ran"
+    assert await kernel.value("after") == "'ran'"
+
+
+async def test_the_kernel_actions_answer_in_words_with_nothing_to_act_on(api: Api) -> None:
+    _, chat = await api("POST", "conversations", {})  # no notebook, so no kernel
+    for action in ("interrupt", "restart"):
+        status, body = await api("POST", f"conversations/{chat['id']}/kernel/{action}")
+        assert (status, body["error"]["code"]) == (409, "no_kernel")
+        assert body["error"]["message"] == "This chat has no running kernel."
+        status, body = await api("POST", f"conversations/c_nowhere/kernel/{action}")
+        assert status == 404
+    assert (await api("POST", f"conversations/{chat['id']}/kernel/reboot"))[0] == 404
 
 
 async def test_the_ninth_call_of_a_turn_does_not_run(

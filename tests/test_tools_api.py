@@ -112,6 +112,12 @@ async def test_the_kernel_key_cannot_change_the_mode_or_say_yes(
     assert status == 403
     assert body["error"]["code"] == "only_the_user"
     assert (await api("GET", chat_path))[1]["mode"] == "ask"
+    # Nor interrupt or restart the kernel (refused before anything is looked at).
+    for action in ("interrupt", "restart"):
+        status, body = await as_kernel(
+            http_server_client, jp_base_url, "POST", f"{chat_path}/kernel/{action}", {}
+        )
+        assert (status, body["error"]["code"]) == (403, "only_the_user")
     # The kernel key still reads and writes the chat, as %conch needs.
     status, _ = await as_kernel(http_server_client, jp_base_url, "GET", chat_path, None)
     assert status == 200

@@ -79,6 +79,7 @@ def _stream() -> list[dict[str, Any]]:
     snapshot = {"title": "work/a.ipynb", "messages": [], "events": [], "roster": ROSTER}
     call = {"call_id": "t_1", "agent": "writer", "name": "Writer", "tool": "run_code"}
     call["code"] = "print(2 + 2)"
+    ids = {k: call[k] for k in ("call_id", "agent", "name")}
     return [
         {"type": "snapshot", "conversation": snapshot},
         message("u1", "user", "@Researcher go, @Helper look, @Writer draft"),
@@ -114,6 +115,13 @@ def _stream() -> list[dict[str, Any]]:
         message("t2", "tool", "x = 1", agent="writer", name="Writer", tool="list_variables"),
         {"type": "round", "round": None},
         event(3, "round.ended", turns=3, reason="stopped", words="Researcher, Helper and Writer"),
+        # Writer's code caught Stop's interrupt: the chat is stuck (no item of its own: the
+        # view's Interrupt again and Restart kernel are not items), until a note says it ended.
+        {"type": "stuck", "stuck": {**ids, "words": "Writer's code did not stop."}},
+        event(4, "kernel.stuck", **ids),
+        event(5, "kernel.idle", after="restart", **ids),
+        {"type": "stuck", "stuck": None},
+        message("n4", "note", "The kernel was restarted: Writer's code is ended."),
         "check",
     ]
 
@@ -161,12 +169,13 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "user",
         "tool",
         "tool",
+        "note",
     ]
-    assert python[1]["items"][-3]["via"] == "kernel"  # marked as sent from the kernel
+    assert python[1]["items"][-4]["via"] == "kernel"  # marked as sent from the kernel
     assert "via" not in python[1]["items"][0]  # the user's own words carry no mark
-    assert python[1]["items"][-2]["code"] == "1 + 2"
-    assert python[1]["items"][-1]["state"] == ""
-    tool = python[1]["items"][-5]
+    assert python[1]["items"][-3]["code"] == "1 + 2"
+    assert python[1]["items"][-2]["state"] == ""
+    tool = python[1]["items"][-6]
     assert (tool["summary"], tool["code"], tool["output"]) == (
         "Writer · code · ran",
         "print(2 + 2)",

@@ -3,8 +3,9 @@ driven with jupyter_client's async client.
 
 Owns everything Conch does to a kernel: finding the kernel of the session for a notebook's path,
 running an agent's code in it (its output, errors and results as text, pictures as a one-line
-mention), listing what it holds without side effects, asking for the inputs it ran, and
-interrupting an agent's run (Stop, or the 60 s bound).
+mention), listing what it holds without side effects, asking for the inputs it ran,
+interrupting an agent's run (Stop, or the 60 s bound), and following a run Stop could not end
+until the kernel is done with it (the user's Interrupt again and Restart kernel act on it).
 
 Theory of operation:
 - One client per kernel, kept while the kernel lives; one agent call at a time per kernel (a
@@ -15,6 +16,11 @@ Theory of operation:
   kernel does not abort the execute requests queued after it (the user's cells).
 - `list_variables` runs nothing of the user's: an empty, silent, history-free request whose
   user expression runs a helper in a namespace of its own, so no name is added to the kernel.
+- A run that goes on after Stop's interrupts (code that catches KeyboardInterrupt) is a
+  `StuckRun`: Stop still ends at once, and the run's lock passes to a watcher that reads the
+  kernel's broadcast until the run's request ends (or the kernel is idle, restarted or gone), so
+  nothing else is sent to that kernel meanwhile and the watcher sees every message of the run.
+  Reads do not wait for it: they say the kernel is busy.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
-from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, Ending, cut_output
+from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, After, Ending, cut_output
 
 # How often a waiting run looks again at the kernel's state.
 POLL_SECONDS = 0.1
@@ -48,6 +54,10 @@ STOP_WAIT_SECONDS = 0.25
 # A read waits this long for the user's running cell, then says the kernel is busy: a cell may
 # itself be waiting for the chat (`await chat.settled()`), and reading must not deadlock it.
 READ_WAIT_SECONDS = 5.0
+# The user's Interrupt again waits this long for a stuck run to end before it answers; a restart
+# waits this long for the kernel to be back.
+AGAIN_WAIT_SECONDS = 1.0
+RESTART_SECONDS = 30.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # Runs inside the kernel, in a namespace of its own (`ip` is the shell): the user's names,
@@ -124,6 +134,23 @@ class RunOutput:
 OnState = Callable[[str], None]
 
 
+@dataclass
+class StuckRun:
+    """An agent's run that Stop interrupted and that still runs a moment later. `ended` gets
+    how it came to an end once the kernel is done with it."""
+
+    kernel_id: str
+    msg_id: str
+    ended: asyncio.Future[After]
+    interrupts: int = 1  # Stop's, then one for each Interrupt again
+    restarting: bool = False
+    restarted: bool = False  # the kernel answered after the user's Restart: the run is gone
+    watcher: asyncio.Task[None] | None = None
+
+
+OnStuck = Callable[[StuckRun], None]
+
+
 class NotebookKernels:
     """The kernels of the server's notebooks, as the tools need them."""
 
@@ -142,6 +169,7 @@ class NotebookKernels:
         self.run_seconds = run_seconds
         self._clients: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._stuck: dict[str, StuckRun] = {}  # kernel id → the run Stop could not end
 
     async def kernel_id(self, path: str | None) -> str | None:
         """The kernel of the session for this notebook path, if one is running."""
@@ -161,10 +189,18 @@ class NotebookKernels:
         content: dict[str, Any] = json.loads(json.dumps(model["content"]))
         return content
 
-    async def run(self, path: str | None, code: str, on_state: OnState) -> RunResult:
-        """Run an agent's code in the notebook's kernel. Cancelling it interrupts the kernel."""
+    async def run(
+        self, path: str | None, code: str, on_state: OnState, on_stuck: OnStuck | None = None
+    ) -> RunResult:
+        """Run an agent's code in the notebook's kernel. Cancelling it interrupts the kernel;
+        when the run goes on all the same, `on_stuck` gets it (before the cancellation goes on)."""
         kernel_id = await self._require(path)
-        async with self._lock(kernel_id):
+        if kernel_id in self._stuck:
+            on_state("waiting")  # an earlier run that Stop could not end still holds the kernel
+        lock = self._lock(kernel_id)
+        await lock.acquire()
+        handed_on = False
+        try:
             # Wait first: a new client's handshake would itself queue behind the user's cell.
             await self._wait_idle(kernel_id, on_state)
             client = await self._client(kernel_id)
@@ -189,13 +225,22 @@ class NotebookKernels:
                 )
             except asyncio.CancelledError:
                 # Stop: the agent's own code is what runs now (we waited for the user's cell).
-                await asyncio.shield(self._stop(kernel_id, client, msg_id))
+                if not await asyncio.shield(self._stop(kernel_id, client, msg_id)):
+                    stuck = self._watch(kernel_id, client, msg_id, lock)
+                    handed_on = True
+                    if on_stuck is not None:
+                        on_stuck(stuck)
                 raise
             return RunResult(output.text() or "(no output)", "failed" if failed else "ran")
+        finally:
+            if not handed_on:
+                lock.release()
 
     async def variables(self, path: str | None, on_state: OnState) -> list[list[str]]:
         """name, type, shape or length, short repr — of what the kernel holds."""
         kernel_id = await self._require(path)
+        if kernel_id in self._stuck:
+            raise KernelBusy(kernel_id)
         async with self._lock(kernel_id):
             await self._wait_idle(kernel_id, on_state, READ_WAIT_SECONDS)
             client = await self._client(kernel_id)
@@ -216,6 +261,8 @@ class NotebookKernels:
     async def history(self, path: str | None) -> list[str]:
         """The inputs the kernel ran in this session, oldest first (the user's and agents')."""
         kernel_id = await self._require(path)
+        if kernel_id in self._stuck:
+            raise KernelBusy(kernel_id)
         async with self._lock(kernel_id):
             await self._wait_idle(kernel_id, lambda state: None, READ_WAIT_SECONDS)
             client = await self._client(kernel_id)
@@ -225,7 +272,34 @@ class NotebookKernels:
             reply = await self._shell_reply(client, msg_id)
         return [str(entry[2]) for entry in reply["content"].get("history", [])]
 
+    async def interrupt_again(self, stuck: StuckRun) -> bool:
+        """The user's Interrupt again: one more interrupt, then a moment for the run to end.
+        True when it ended."""
+        if stuck.ended.done():
+            return True
+        stuck.interrupts += 1
+        await self._interrupt(stuck.kernel_id)
+        await asyncio.wait({stuck.ended}, timeout=AGAIN_WAIT_SECONDS)
+        return stuck.ended.done()
+
+    async def restart(self, stuck: StuckRun) -> None:
+        """The user's Restart kernel: Jupyter's own restart of the run's kernel (as its Restart
+        button does), waited for until the kernel answers again."""
+        if stuck.ended.done():
+            return
+        stuck.restarting = True
+        restarted = await ensure_async(self.kernels.restart_kernel(stuck.kernel_id))
+        if isinstance(restarted, asyncio.Future):  # jupyter_server: resolved once it answers
+            await asyncio.wait_for(restarted, RESTART_SECONDS)
+        stuck.restarted = True  # a new kernel answered: nothing of the run is left
+        await asyncio.wait({stuck.ended}, timeout=AGAIN_WAIT_SECONDS)
+        await self._seen_idle(stuck.kernel_id)
+
     async def close(self) -> None:
+        watchers = [s.watcher for s in self._stuck.values() if s.watcher is not None]
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         for client in self._clients.values():
             client.stop_channels()
         self._clients.clear()
@@ -244,22 +318,25 @@ class NotebookKernels:
     async def _client(self, kernel_id: str) -> Any:
         client = self._clients.get(kernel_id)
         if client is None:
-            manager = self.kernels.get_kernel(kernel_id)
-            # A session of our own: a client sharing the manager's session id would share its
-            # shell identity, and the kernel's replies would go to whichever connected last.
-            own = Session(
-                key=manager.session.key,
-                signature_scheme=manager.session.signature_scheme,
-                username="conch",
-            )
-            client = manager.client(session=own)
-            client.start_channels()
-            try:
-                await client.wait_for_ready(timeout=ANSWER_SECONDS)
-            except BaseException:
-                client.stop_channels()
-                raise
-            self._clients[kernel_id] = client
+            client = self._clients[kernel_id] = await self._new_client(kernel_id)
+        return client
+
+    async def _new_client(self, kernel_id: str) -> Any:
+        manager = self.kernels.get_kernel(kernel_id)
+        # A session of our own: a client sharing the manager's session id would share its
+        # shell identity, and the kernel's replies would go to whichever connected last.
+        own = Session(
+            key=manager.session.key,
+            signature_scheme=manager.session.signature_scheme,
+            username="conch",
+        )
+        client = manager.client(session=own)
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=ANSWER_SECONDS)
+        except BaseException:
+            client.stop_channels()
+            raise
         return client
 
     async def _wait_idle(
@@ -275,13 +352,14 @@ class NotebookKernels:
                 told = True
             await asyncio.sleep(POLL_SECONDS)
 
-    async def _stop(self, kernel_id: str, client: Any, msg_id: str) -> None:
+    async def _stop(self, kernel_id: str, client: Any, msg_id: str) -> bool:
         """Interrupt the agent's run. An interrupt that lands after the code was sent but before
         the kernel began it is lost (ipykernel ignores SIGINT between requests): so when the
         kernel says it began the run only after that interrupt, and the run goes on, interrupt
         it again. Never when the run began before (the first interrupt hit it): a second one
         could hit the user's cell queued behind it. A few tries, a moment apart, so Stop stays
-        quick; code that swallows KeyboardInterrupt runs on, as it would for Jupyter's button."""
+        quick; code that swallows KeyboardInterrupt runs on, as it would for Jupyter's button.
+        True when the run ended; False when it still runs after the last try (it is stuck)."""
         began: list[bool] = []
         await self._interrupt(kernel_id)
         for _ in range(STOP_TRIES):
@@ -289,10 +367,98 @@ class NotebookKernels:
                 await self._collect(
                     client, msg_id, RunOutput(0), time.monotonic() + STOP_WAIT_SECONDS, began
                 )
-                return
+                return True
             except TimeoutError:
                 if began:  # it began after the interrupt, and goes on
                     await self._interrupt(kernel_id)
+        return False
+
+    def _watch(self, kernel_id: str, client: Any, msg_id: str, lock: asyncio.Lock) -> StuckRun:
+        """Follow a run Stop could not end; the watcher holds the kernel's lock (handed on by
+        the run) until the kernel is done with it."""
+        stuck = StuckRun(kernel_id, msg_id, asyncio.get_running_loop().create_future())
+        self._stuck[kernel_id] = stuck
+        stuck.watcher = asyncio.create_task(
+            self._until_done(stuck, client, lock), name=f"conch-stuck-{kernel_id}"
+        )
+        return stuck
+
+    async def _until_done(self, stuck: StuckRun, client: Any, lock: asyncio.Lock) -> None:
+        after: After = "gone"
+        try:
+            after = await self._how_it_ends(stuck, client)
+        finally:
+            if self._stuck.get(stuck.kernel_id) is stuck:
+                del self._stuck[stuck.kernel_id]
+            if after == "restart":  # a client of the kernel before the restart: start afresh
+                old = self._clients.pop(stuck.kernel_id, None)
+                if old is not None:
+                    old.stop_channels()
+            lock.release()
+            if not stuck.ended.done():
+                stuck.ended.set_result(after)
+
+    async def _seen_idle(self, kernel_id: str) -> None:
+        """After a restart, make sure the server sees the new kernel idle. It learns the state
+        from the kernel's broadcast, and a new kernel's first words ("starting") can be lost
+        while the server's subscription reconnects; then it would go on saying "busy" (the old
+        run's), and an agent's next run would wait for it for ever. An empty, silent request is
+        answered busy then idle, which the server does see."""
+        if getattr(self.kernels.get_kernel(kernel_id), "execution_state", None) != "busy":
+            return
+        # A client of its own, for this one request: the kernel's lock may be taken by an agent's
+        # run waiting for the very idle this brings.
+        client = await self._new_client(kernel_id)
+        try:
+            msg_id = client.execute("", silent=True, store_history=False, allow_stdin=False)
+            await self._shell_reply(client, msg_id)
+        finally:
+            client.stop_channels()
+        deadline = time.monotonic() + AGAIN_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            if getattr(self.kernels.get_kernel(kernel_id), "execution_state", None) != "busy":
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _how_it_ends(self, stuck: StuckRun, client: Any) -> After:
+        """Read the kernel's broadcast until the run's request ends; the server's own view of
+        the kernel's state says when it restarted (Jupyter's Restart, or ours), was shut down
+        or died. Idle at the server means the run ended too (its state follows every request
+        in order), whether or not its own end was seen here."""
+        restarted = False
+        while True:
+            if stuck.restarted:
+                return "restart"
+            if stuck.kernel_id not in self.kernels:
+                return "gone"
+            state = getattr(self.kernels.get_kernel(stuck.kernel_id), "execution_state", None)
+            if state == "dead":
+                return "gone"
+            if state in ("starting", "restarting"):
+                restarted = True
+            elif state == "idle":
+                return "restart" if restarted or stuck.restarting else self._by(stuck)
+            try:
+                msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            except Exception:  # the channel closed with a restart: the server's state says
+                await asyncio.sleep(POLL_SECONDS)
+                continue
+            kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind != "status":
+                continue
+            if content.get("execution_state") == "starting":
+                restarted = True  # a new kernel process says hello
+            elif (
+                content.get("execution_state") == "idle"
+                and msg.get("parent_header", {}).get("msg_id") == stuck.msg_id
+            ):
+                return self._by(stuck)
+
+    @staticmethod
+    def _by(stuck: StuckRun) -> After:
+        return "restart" if stuck.restarting else "interrupt" if stuck.interrupts > 1 else "itself"
 
     async def _interrupt(self, kernel_id: str) -> None:
         with contextlib.suppress(Exception):  # a kernel that died meanwhile needs no interrupt

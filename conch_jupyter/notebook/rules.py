@@ -107,6 +107,41 @@ NO_KERNEL_WORDS = (
 SKIPPED_WORDS = "Not run: the user did not let this code run."
 STOPPED_WORDS = "Stopped: the user pressed Stop, and the kernel was interrupted."
 TIMEOUT_WORDS = f"Interrupted: the code ran longer than {RUN_SECONDS:g} seconds."
+# Stop interrupted the run, and a moment later it still ran (code that catches
+# KeyboardInterrupt): the tool message says so, and the chat offers Interrupt again and Restart.
+STILL_BUSY_WORDS = (
+    "Not stopped: the user pressed Stop and the kernel was interrupted, but the code went on"
+    " running (it caught the interrupt). The kernel is still busy."
+)
+
+# How a run that Stop could not end came to an end (`kernel.idle`'s `after`): a second interrupt
+# (the user's Interrupt again), a restart (the user's Restart kernel, or Jupyter's own), by
+# itself (it finished, or Jupyter's own interrupt ended it), or with its kernel (shut down, dead).
+After = Literal["interrupt", "restart", "itself", "gone"]
+
+
+def stuck_words(name: str, interrupts: int) -> str:
+    """What the chat says while a run Stop interrupted goes on; `interrupts`: how many it got."""
+    if interrupts <= 1:
+        return f"{name}'s code did not stop: the kernel is still busy."
+    return (
+        f"{name}'s code did not stop, even when interrupted again: the kernel is still busy."
+        " Restarting the kernel ends it (and the kernel's variables are lost)."
+    )
+
+
+def idle_words(name: str, after: After) -> str:
+    """What the chat says once the kernel is done with a run Stop could not end."""
+    if after == "interrupt":
+        return f"{name}'s code stopped when interrupted again: the kernel is idle."
+    if after == "restart":
+        return (
+            f"The kernel was restarted: {name}'s code is ended,"
+            " and the kernel's variables are gone."
+        )
+    if after == "gone":
+        return f"The kernel was shut down: {name}'s code ended with it."
+    return f"{name}'s code has ended: the kernel is idle."
 
 
 def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:

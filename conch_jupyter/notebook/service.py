@@ -17,22 +17,31 @@ key is held by every piece of code an agent runs, so its words never leave on it
 Stop cancels the turn's task; a call cancelled while asking or running ends `skipped` (a running
 one after a kernel interrupt) and the cancellation goes on. Writing in the chat skips what is
 asking (and anything that would ask later in that turn).
+
+A run that still runs a moment after Stop's interrupt (code that catches KeyboardInterrupt) says
+so: its tool message says the kernel is still busy, and the chat is `stuck` (event
+`kernel.stuck`, listed as `stuck: {call_id, agent, name, words}`) until the kernel is done with
+it, when a note says how (event `kernel.idle {…, after}`). Meanwhile the user — only the user:
+the handlers refuse the kernel key — may interrupt it again or restart the kernel.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ConchError
+from ..files import StoreError
 from ..hub import Hub
 from ..providers.base import ToolCall
 from ..store import Conversation, Mode, NotFound, Store
 from ..talk import clean_text
-from .kernel import KernelBusy, NoKernel, NotebookKernels
+from .kernel import KernelBusy, NoKernel, NotebookKernels, StuckRun
 from .reading import notebook_text, variables_text
 from .rules import (
     LIST_VARIABLES,
@@ -40,12 +49,18 @@ from .rules import (
     READ_NOTEBOOK,
     RUN_CODE,
     SKIPPED_WORDS,
+    STILL_BUSY_WORDS,
     STOPPED_WORDS,
+    After,
     Ending,
     cut_output,
     decide,
     header_words,
+    idle_words,
+    stuck_words,
 )
+
+log = logging.getLogger(__name__)
 
 SEND_OUTSIDE = "send_outside"  # what a message from the kernel waits on before it goes out
 # The most code one run_code call may carry; longer code is refused whole, never cut (a cut
@@ -60,6 +75,11 @@ BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once
 
 class NotAsking(LookupError):
     """The call is not waiting for a yes (any more): answered, skipped, or never asked."""
+
+
+class KernelActionRefused(ConchError):
+    """Interrupt again or Restart kernel had nothing to act on (codes `no_kernel`,
+    `not_stuck`), or the restart failed (`restart_failed`)."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +98,23 @@ class _Asking:
 
 
 @dataclass
+class _Stuck:
+    """A run of this chat that Stop could not end, as the chat shows it."""
+
+    entry: dict[str, Any]  # call_id, agent, name, tool, code
+    run: StuckRun
+
+    def to_json(self) -> dict[str, Any]:
+        ids = {k: self.entry[k] for k in ("call_id", "agent", "name")}
+        return {**ids, "words": stuck_words(self.entry["name"], self.run.interrupts)}
+
+
+@dataclass
 class _ChatTools:
     asking: dict[str, _Asking] = field(default_factory=dict)
     working: dict[str, Any] | None = None
     skipping: bool = False  # the user wrote: what would ask is skipped until the next message
+    stuck: _Stuck | None = None
 
 
 class NotebookTools:
@@ -98,6 +131,7 @@ class NotebookTools:
         self.kernels = kernels
         self.clock = clock
         self._chats: dict[str, _ChatTools] = {}
+        self._following: set[asyncio.Task[None]] = set()  # stuck runs, until the kernel is done
 
     # --- what the user does (through the handlers) ---
 
@@ -106,6 +140,7 @@ class NotebookTools:
         return {
             "asking": self.asking(conversation.id),
             "working": self.working(conversation.id),
+            "stuck": self.stuck(conversation.id),
             "mode_words": header_words(conversation.mode, conversation.tainted),
         }
 
@@ -124,6 +159,43 @@ class NotebookTools:
     def working(self, conversation_id: str) -> dict[str, Any] | None:
         chat = self._chats.get(conversation_id)
         return dict(chat.working) if chat and chat.working else None
+
+    def stuck(self, conversation_id: str) -> dict[str, Any] | None:
+        """The run Stop could not end, while the kernel is still busy with it."""
+        chat = self._chats.get(conversation_id)
+        return chat.stuck.to_json() if chat and chat.stuck else None
+
+    async def interrupt_again(self, conversation_id: str) -> dict[str, Any] | None:
+        """The user's Interrupt again, for the run Stop could not end: the chat's `stuck` after
+        it (None once the run ended)."""
+        chat, stuck = await self._stuck_run(conversation_id)
+        assert self.kernels is not None
+        if await self.kernels.interrupt_again(stuck.run):
+            self._unstick(conversation_id, chat, stuck)
+        else:
+            self._publish_stuck(conversation_id, chat)  # the words say it was tried again
+        return self.stuck(conversation_id)
+
+    async def restart_kernel(self, conversation_id: str) -> None:
+        """The user's Restart kernel, for the run Stop could not end."""
+        chat, stuck = await self._stuck_run(conversation_id)
+        assert self.kernels is not None
+        try:
+            await self.kernels.restart(stuck.run)
+        except Exception as error:
+            words = f"The kernel could not be restarted: {type(error).__name__}: {error}"[:400]
+            raise KernelActionRefused("restart_failed", words) from None
+        if stuck.run.ended.done():
+            self._unstick(conversation_id, chat, stuck)
+
+    async def close(self) -> None:
+        """Stop following stuck runs (the server stops), then the kernels' clients."""
+        following = list(self._following)
+        for task in following:
+            task.cancel()
+        await asyncio.gather(*following, return_exceptions=True)
+        if self.kernels is not None:
+            await self.kernels.close()
 
     def answer(self, conversation_id: str, call_id: str, run: bool) -> None:
         chat = self._chats.get(conversation_id)
@@ -226,9 +298,14 @@ class NotebookTools:
                 )
             output, ending = await self._run(conversation_id, chat, conversation.path, entry)
         except asyncio.CancelledError:
-            # Stop: it ends skipped (a running call was interrupted), and the turn ends too.
+            # Stop: it ends skipped (a running call was interrupted), and the turn ends too;
+            # its message says whether the code stopped or runs on in a kernel still busy.
             chat.asking.pop(call_id, None)
-            await self._end(conversation_id, caller, entry, STOPPED_WORDS, "skipped", started)
+            stuck = chat.stuck if chat.stuck and chat.stuck.entry is entry else None
+            words = STOPPED_WORDS if stuck is None else STILL_BUSY_WORDS
+            await self._end(conversation_id, caller, entry, words, "skipped", started)
+            if stuck is not None:
+                await self._mark_stuck(conversation_id, chat, stuck)
             raise
         finally:
             self._set_working(conversation_id, chat, None)
@@ -248,6 +325,9 @@ class NotebookTools:
     ) -> tuple[str, Ending]:
         def on_state(state: str) -> None:
             self._set_working(conversation_id, chat, {**entry, "state": state})
+
+        def on_stuck(run: StuckRun) -> None:
+            chat.stuck = _Stuck(entry, run)
 
         on_state("running")
         kernels = self.kernels
@@ -271,7 +351,7 @@ class NotebookTools:
                     return variables_text(await kernels.variables(path, on_state)), "ran"
                 except KernelBusy:
                     return BUSY_WORDS, "ran"
-            result = await kernels.run(path, entry["code"], on_state)
+            result = await kernels.run(path, entry["code"], on_state, on_stuck)
             return result.output, result.ending
         except NoKernel:
             return NO_KERNEL_WORDS, "refused" if tool == RUN_CODE else "ran"
@@ -306,6 +386,56 @@ class NotebookTools:
             conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
         )
         return shown
+
+    async def _stuck_run(self, conversation_id: str) -> tuple[_ChatTools, _Stuck]:
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin != "user":
+            raise NotFound(conversation_id)
+        if self.kernels is None or await self.kernels.kernel_id(conversation.path) is None:
+            raise KernelActionRefused("no_kernel", "This chat has no running kernel.")
+        chat = self._chats.get(conversation_id)
+        if chat is None or chat.stuck is None or chat.stuck.run.ended.done():
+            raise KernelActionRefused(
+                "not_stuck", "Nothing is stuck: no agent's code is running on after Stop."
+            )
+        return chat, chat.stuck
+
+    async def _mark_stuck(self, conversation_id: str, chat: _ChatTools, stuck: _Stuck) -> None:
+        """Say the kernel is still busy with the run, and follow it until the kernel is done."""
+        self._publish_stuck(conversation_id, chat)
+        ids = {k: stuck.entry[k] for k in ("call_id", "agent", "name")}
+        await self._event(conversation_id, "kernel.stuck", ids)
+        task = asyncio.create_task(
+            self._until_idle(conversation_id, chat, stuck), name=f"conch-stuck-{conversation_id}"
+        )
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+
+    async def _until_idle(self, conversation_id: str, chat: _ChatTools, stuck: _Stuck) -> None:
+        after: After = await stuck.run.ended
+        self._unstick(conversation_id, chat, stuck)
+        ids = {k: stuck.entry[k] for k in ("call_id", "agent", "name")}
+        try:
+            await self._event(conversation_id, "kernel.idle", {**ids, "after": after})
+            note = await self.store.add_message(
+                conversation_id, "note", idle_words(stuck.entry["name"], after)
+            )
+        except StoreError as error:
+            log.warning(
+                "Conch: chat %s: the kernel is idle again (not stored: %s)", conversation_id, error
+            )
+            return
+        self.hub.message(note, None)
+
+    def _unstick(self, conversation_id: str, chat: _ChatTools, stuck: _Stuck) -> None:
+        """The kernel is done with the run: the chat no longer offers to interrupt or restart."""
+        if chat.stuck is stuck:
+            chat.stuck = None
+            self._publish_stuck(conversation_id, chat)
+
+    def _publish_stuck(self, conversation_id: str, chat: _ChatTools) -> None:
+        stuck = chat.stuck.to_json() if chat.stuck else None
+        self.hub.publish(conversation_id, {"type": "stuck", "stuck": stuck})
 
     def _set_working(
         self, conversation_id: str, chat: _ChatTools, working: dict[str, Any] | None

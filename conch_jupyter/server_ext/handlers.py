@@ -4,8 +4,9 @@ Each handler parses (pydantic), calls a service and serialises; errors are base.
 shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
 + XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and
 here only to read, to make a chat and write in it, and to stop a round (`kernel_writes`; every
-kernel holds that key, and so does every piece of code an agent runs). A message the kernel key
-posts is kept as sent from the kernel (`via`).
+kernel holds that key, and so does every piece of code an agent runs). Saying yes, changing a
+chat's mode, and interrupting or restarting the kernel when an agent's code did not stop are the
+user's own. A message the kernel key posts is kept as sent from the kernel (`via`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..notebook.service import NotAsking
+from ..notebook.service import KernelActionRefused, NotAsking
 from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
 
@@ -139,6 +140,30 @@ class ToolAnswerHandler(ConchHandler):
         self.reply({"call_id": call_id, "run": body.run})
 
 
+class KernelActionHandler(ConchHandler):
+    """The user's Interrupt again or Restart kernel, offered while an agent's code that Stop
+    interrupted still runs (the chat's `stuck`); 409 in words when nothing is stuck."""
+
+    users_own = ("interrupt or restart the kernel", "the chat")
+
+    @web.authenticated
+    @authorized
+    async def post(self, conversation_id: str, action: str) -> None:
+        tools = self.conch.tools
+        try:
+            if action == "interrupt":
+                answer = {
+                    "interrupted": True,
+                    "stuck": await tools.interrupt_again(conversation_id),
+                }
+            else:
+                await tools.restart_kernel(conversation_id)
+                answer = {"restarted": True, "stuck": tools.stuck(conversation_id)}
+        except KernelActionRefused as error:
+            raise ApiError(409, error.code, error.message) from None
+        self.reply(answer)
+
+
 class MessagesHandler(ConchHandler):
     kernel_writes = frozenset({"POST"})
 
@@ -226,6 +251,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
+        (chat + r"/kernel/(?P<action>interrupt|restart)", KernelActionHandler),
     ]
 
 

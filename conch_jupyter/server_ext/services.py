@@ -35,8 +35,7 @@ class ConchServices:
 
     async def close(self) -> None:
         await self.rounds.close()
-        if self.tools.kernels is not None:
-            await self.tools.kernels.close()
+        await self.tools.close()  # stuck runs no longer followed, then the kernels' clients
         await self.peers.close()
         await self.outside.aclose()
         self.hub.close()

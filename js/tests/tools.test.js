@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ChatState, buildItems, liveItem } from "../timeline.js";
-import { ToolState, modeWords, toolItem, underReplies, workingWords } from "../tools.js";
+import { ToolState, modeWords, stuckOf, toolItem, underReplies, workingWords } from "../tools.js";
 
 const roster = { agents: [{ id: "analyst", name: "Analyst" }, { id: "writer", name: "Writer" }], outside: [{ id: "helper", name: "Helper" }] };
 const asking = { call_id: "t_1", agent: "analyst", name: "Analyst", tool: "run_code", code: "x = 1" };
@@ -151,4 +151,40 @@ test("the round card's line and the streaming reply say what the agent with the 
   assert.equal(liveItem(c.state)?.doing, "Analyst is running code");
   c.state.take({ type: "working", working: null });
   assert.equal(buildItems(c.state)[1].line, "Analyst is answering · 1 of 8 replies");
+});
+
+test("code that Stop could not end: stuck from the snapshot, live, and gone once the kernel is idle", () => {
+  const stuck = { call_id: "t_1", agent: "analyst", name: "Analyst", words: "Analyst's code did not stop: the kernel is still busy." };
+  // A page opened while it runs on sees it in the snapshot.
+  assert.deepEqual(chat({ stuck }).state.tools.stuck, stuck);
+  assert.equal(chat().state.tools.stuck, null);
+  // Live: the stuck item (redrawn: the words and the buttons), new words, then none.
+  const c = chat();
+  assert.equal(c.state.take({ type: "stuck", stuck }), "items");
+  assert.deepEqual(c.state.tools.stuck, stuck);
+  const again = { ...stuck, words: "Analyst's code did not stop, even when interrupted again: the kernel is still busy." };
+  c.state.take({ type: "stuck", stuck: again });
+  assert.equal(c.state.tools.stuck?.words, again.words);
+  c.state.take({ type: "stuck", stuck: null });
+  assert.equal(c.state.tools.stuck, null);
+  // kernel.idle for that call ends it too (a page that missed the live item); another call's does not.
+  c.state.take({ type: "stuck", stuck });
+  c.event("kernel.idle", { call_id: "t_9", agent: "writer", name: "Writer", after: "itself" });
+  assert.deepEqual(c.state.tools.stuck, stuck);
+  c.event("kernel.idle", { call_id: "t_1", agent: "analyst", name: "Analyst", after: "restart" });
+  assert.equal(c.state.tools.stuck, null);
+  // The events are no items of their own: the tool message and the server's note say it.
+  assert.deepEqual(buildItems(c.state), []);
+});
+
+test("stuck as the server sends it, or anything else", () => {
+  assert.equal(stuckOf(null), null);
+  assert.equal(stuckOf("stuck"), null);
+  assert.deepEqual(stuckOf({ call_id: 7, agent: "analyst", name: "Analyst", words: "" }), {
+    call_id: "7",
+    agent: "analyst",
+    name: "Analyst",
+    words: "Analyst's code did not stop: the kernel is still busy.",
+  });
+  assert.equal(stuckOf({ call_id: "t", words: "<b>x</b>" })?.words, "<b>x</b>"); // drawn as text
 });
