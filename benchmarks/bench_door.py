@@ -53,7 +53,7 @@ from _jupyter import conch_server, enable_floor, profile, server_code_line
 from _machine import code_line, disk_line, load_line, machine_line, summarize
 from _reference import reference_server
 
-from conch_jupyter.rows import ordered_uuid, row_id
+from conch_jupyter.store.rows import ordered_uuid, row_id
 from tests.jupyter_process import JupyterProcess
 
 AGENT = "researcher"  # a default agent: the built-in offline one when no model is configured

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 # benchmarks/ is on sys.path: it is the running script's folder.
 from _machine import code_line, load_line, machine_line, summarize
 
-from conch_jupyter import mentions, talk
-from conch_jupyter.mentions import mentions_in
+from conch_jupyter.rounds import mentions
+from conch_jupyter.rounds import prompts as talk
+from conch_jupyter.rounds.mentions import mentions_in
 
 MESSAGE_CHARS = talk.QUOTE_LIMIT
 

@@ -20,8 +20,8 @@ from collections.abc import Callable
 # benchmarks/ is on sys.path: it is the running script's folder.
 from _machine import code_line, load_line, machine_line
 
-from conch_jupyter import names
-from conch_jupyter.mentions import _mention_pattern, mentions_in, read_mentions
+from conch_jupyter.core import names
+from conch_jupyter.rounds.mentions import _mention_pattern, mentions_in, read_mentions
 
 OURS = ["Researcher", "Writer", "Critic", "Editor", "Data Analyst", "Planner", "Coder", "Scout"]
 OUTSIDE = ["Helper", "Travel Desk", "Rail Planner", "Weather", "Translator", "Legal Desk"]

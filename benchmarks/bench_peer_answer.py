@@ -34,14 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _machine import code_line, load_line, machine_line
 
 from conch_jupyter.a2a.door.calls import read_call
-from conch_jupyter.a2a.door.pairing import Pairing
-from conch_jupyter.a2a.door.peer import PeerService
-from conch_jupyter.agents import AgentStore
-from conch_jupyter.hub import Hub
+from conch_jupyter.agents.agent_store import AgentStore
+from conch_jupyter.core.sealed import SealedFile
+from conch_jupyter.door.pairing import Pairing
+from conch_jupyter.door.service import PeerService
 from conch_jupyter.providers.base import ProviderConfig
-from conch_jupyter.sealed import SealedFile
-from conch_jupyter.store import Store
-from conch_jupyter.turn import Turns
+from conch_jupyter.rounds.turn import Turns
+from conch_jupyter.store.chats import Store
+from conch_jupyter.store.hub import Hub
 
 PER_KEY = 5
 QUESTION = "What would you look at first in a quarterly sales table?"

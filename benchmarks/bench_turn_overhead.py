@@ -55,7 +55,7 @@ from _jupyter import (
 )
 from _machine import code_line, cpu_split_ns, disk_line, load_line, machine_line, summarize
 
-from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
+from conch_jupyter.rounds.engine import ReplyEnded, Roster, Round, Speak
 from tests.jupyter_process import JupyterProcess
 from tests.scripted_models import RecordedRequest, Reply, ScriptedModels
 

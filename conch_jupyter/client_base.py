@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import ConchError
-from .sse import SSEEvent
+from .core.errors import ConchError
+from .core.sse import SSEEvent
 
 KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
 

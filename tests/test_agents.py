@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.agents import AgentError, AgentStore, check_name
-from conch_jupyter.files import StoreError
-from conch_jupyter.names import slug_of
+from conch_jupyter.agents.agent_store import AgentError, AgentStore, check_name
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.core.names import slug_of
+from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.providers.base import Price, ProviderConfig
-from conch_jupyter.sealed import SealedFile
 
 from .conftest import Clock
 

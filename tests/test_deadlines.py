@@ -1,4 +1,4 @@
-"""deadlines.py: bounding work in time without ever losing a Stop."""
+"""core/deadlines.py: bounding work in time without ever losing a Stop."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from conch_jupyter.deadlines import duration, settle, within
+from conch_jupyter.core.deadlines import duration, settle, within
 
 
 def test_work_within_its_limit_gives_its_result() -> None:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from jupyter_server.base.handlers import JupyterHandler
 
-from conch_jupyter.server_ext.door_handlers import local_host, origin_allowed
+from conch_jupyter.door.http import local_host, origin_allowed
 
 LOCAL = ["localhost"]
 QUIET = logging.getLogger("test_door_checks")

@@ -225,7 +225,7 @@ class Lines(logging.Handler):
 def requests_counted(metrics: str, status: int) -> float:
     """Jupyter's request histogram's count for the door's GETs answered `status`."""
     label = (
-        'http_request_duration_seconds_count{handler="conch_jupyter.server_ext.door_handlers.'
+        'http_request_duration_seconds_count{handler="conch_jupyter.door.http.'
         f'DoorExchange",method="GET",status_code="{status}"}}'
     )
     for line in metrics.splitlines():

@@ -11,7 +11,7 @@ from tornado import web
 from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 
 from conch_jupyter.a2a.wire import rpc_result
-from conch_jupyter.server_ext.door_handlers import (
+from conch_jupyter.door.http import (
     NOTHING,
     Answers,
     Door,

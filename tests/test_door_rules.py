@@ -25,7 +25,6 @@ from conch_jupyter.a2a.door.calls import (
 )
 from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
 from conch_jupyter.a2a.door.params import ListParams, SendParams, TaskParams, plain_task_params
-from conch_jupyter.a2a.door.peer_turn import peer_prompt
 from conch_jupyter.a2a.door.rules import (
     DoorBounds,
     DoorGate,
@@ -46,7 +45,8 @@ from conch_jupyter.a2a.door.rules import (
     remote_refusal,
 )
 from conch_jupyter.a2a.wire import RpcRequest
-from conch_jupyter.store import DoorTask
+from conch_jupyter.door.turn import peer_prompt
+from conch_jupyter.store.chats import DoorTask
 
 from .conftest import Clock
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conch_jupyter.a2a.door.pairing import PairingError
 from conch_jupyter.a2a.outside.service import OutsideError
-from conch_jupyter.agents import AgentError
+from conch_jupyter.agents.agent_store import AgentError
 from conch_jupyter.client import ConchClientError, ConchNotFound
-from conch_jupyter.errors import ConchError
+from conch_jupyter.core.errors import ConchError
+from conch_jupyter.door.pairing import PairingError
 from conch_jupyter.server_ext.base import ApiError
 
 ERRORS = [

@@ -1,4 +1,4 @@
-"""files.py: private folders, atomic writes, validated reads that never overwrite a bad file."""
+"""core/files.py: private folders, atomic writes, validated reads that never overwrite bad files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from conch_jupyter.files import (
+from conch_jupyter.core.files import (
     StoreError,
     atomic_write_bytes,
     atomic_write_json,
@@ -117,7 +117,7 @@ def test_a_write_cut_short_by_the_file_size_limit_leaves_the_old_file(tmp_path: 
     script = textwrap.dedent(
         f"""
         import resource, signal
-        from conch_jupyter.files import StoreError, atomic_write_bytes
+        from conch_jupyter.core.files import StoreError, atomic_write_bytes
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))

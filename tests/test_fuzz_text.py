@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter.rounds import ROUND_END_WORDS
-from conch_jupyter.talk import clean_json, clean_text
+from conch_jupyter.core.text import clean_json, clean_text
+from conch_jupyter.rounds.engine import ROUND_END_WORDS
 
 from .a2a_peers import Answer, Hostile, Peer
 from .jupyter_process import JupyterProcess, until

@@ -1,5 +1,6 @@
 """The handler modules stand side by side: each builds on base.py, none imports another, and
-app.py alone puts their routes together (no import cycle, as issue 10 asked)."""
+app.py alone puts their routes together (no import cycle, as issue 10 asked). The door's HTTP
+side is the door package's (door/http.py), installed by app.py before Jupyter's router."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import conch_jupyter.server_ext as server_ext
 
-HANDLER_MODULES = {"handlers", "outside_handlers", "pairing_handlers", "door_handlers"}
+HANDLER_MODULES = {"handlers", "outside_handlers", "pairing_handlers"}
 FOLDER = Path(server_ext.__file__).parent
 
 
@@ -35,6 +36,7 @@ def test_no_handler_module_imports_another() -> None:
 
 def test_app_assembles_every_route() -> None:
     assert local_imports("app") >= HANDLER_MODULES
+    assert "install_door" in (FOLDER / "app.py").read_text()
     from conch_jupyter.server_ext.app import routes
 
     patterns = [pattern for pattern, _ in routes()]

@@ -1,16 +1,16 @@
-"""history.py: what a model is handed for one turn — the system prompt and the labelled history."""
+"""rounds/history.py: what a model is handed for one turn — the system prompt and the history."""
 
 from __future__ import annotations
 
-from conch_jupyter.history import (
+from conch_jupyter.providers.base import Turn
+from conch_jupyter.rounds.engine import ROUND_LIMITS
+from conch_jupyter.rounds.history import (
     HISTORY_CHARS,
     HISTORY_MESSAGES,
     Said,
     history_turns,
     system_prompt,
 )
-from conch_jupyter.providers.base import Turn
-from conch_jupyter.rounds import ROUND_LIMITS
 
 
 def test_only_the_users_words_are_plain_and_the_speakers_own_are_its_turns() -> None:

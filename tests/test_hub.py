@@ -1,10 +1,10 @@
-"""hub.py: live fan-out of a chat's happenings to its followers."""
+"""store/hub.py: live fan-out of a chat's happenings to its followers."""
 
 from __future__ import annotations
 
-from conch_jupyter.hub import FOLLOWER_QUEUE_LIMIT, Hub
-from conch_jupyter.render import render_markdown
-from conch_jupyter.rows import Message
+from conch_jupyter.core.render import render_markdown
+from conch_jupyter.store.hub import FOLLOWER_QUEUE_LIMIT, Hub
+from conch_jupyter.store.rows import Message
 
 
 async def test_each_follower_of_a_chat_gets_its_items_in_order() -> None:

@@ -38,7 +38,7 @@ import httpx
 import pytest
 
 from conch_jupyter.a2a.door.rules import DOOR_BOUNDS
-from conch_jupyter.server_ext.door_handlers import MAX_BODY_BYTES
+from conch_jupyter.door.http import MAX_BODY_BYTES
 
 from .jupyter_process import JupyterProcess
 from .scripted_models import Reply, ScriptedModels

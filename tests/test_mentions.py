@@ -1,4 +1,4 @@
-"""Who a message mentions (conch_jupyter.mentions): rules, properties, unclear mentions."""
+"""Who a message mentions (conch_jupyter.rounds.mentions): rules, properties, unclear mentions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter.mentions import mentions_in
+from conch_jupyter.rounds.mentions import mentions_in
 
 AGENTS = ["Writer", "Writer Pro", "Researcher", "Code Reviewer", "gpt-4.1 helper", "Critic"]
 

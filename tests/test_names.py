@@ -1,4 +1,4 @@
-"""Agent names (conch_jupyter.names): the comparison key, confusable skeletons, the clash rule,
+"""Agent names (conch_jupyter.core.names): the comparison key, confusable skeletons, the clash rule,
 and where a mention goes when names clash anyway (mentions.read_mentions, the round engine)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter import names
-from conch_jupyter.mentions import read_mentions, unclear_note
-from conch_jupyter.names import clash, clashes, name_key, name_look, same_name, skeleton
-from conch_jupyter.rounds import End, ReplyEnded, Roster, Round, Speak
+from conch_jupyter.core import names
+from conch_jupyter.core.names import clash, clashes, name_key, name_look, same_name, skeleton
+from conch_jupyter.rounds.engine import End, ReplyEnded, Roster, Round, Speak
+from conch_jupyter.rounds.mentions import read_mentions, unclear_note
 
 CYRILLIC_A = "\u0430"  # а, drawn like the Latin a
 

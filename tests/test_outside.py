@@ -17,9 +17,9 @@ from conch_jupyter.a2a.outside.client import Limits
 from conch_jupyter.a2a.outside.listing import fit_name, unique_name
 from conch_jupyter.a2a.outside.paste import PasteError, read_paste
 from conch_jupyter.a2a.outside.service import OutsideAgents, OutsideError
-from conch_jupyter.files import StoreError
-from conch_jupyter.sealed import SealedFile
-from conch_jupyter.talk import fence
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.core.sealed import SealedFile
+from conch_jupyter.core.text import fence
 
 from .a2a_peers import Answer, Hostile, Peer
 from .conftest import Api

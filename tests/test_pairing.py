@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.a2a.door.pairing import PairingError, PairingStore, paste_text
 from conch_jupyter.a2a.door.rules import hash_key
-from conch_jupyter.files import StoreError
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.door.pairing import PairingError, PairingStore, paste_text
 
 from .conftest import Clock
 

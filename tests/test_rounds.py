@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from conch_jupyter.rounds import (
+from conch_jupyter.rounds.engine import (
     ROUND_END_WORDS,
     ROUND_LIMITS,
     Ask,

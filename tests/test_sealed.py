@@ -1,4 +1,4 @@
-"""sealed.py: secrets on disk only as a Fernet token; never overwritten if unreadable."""
+"""core/sealed.py: secrets on disk only as a Fernet token; never overwritten if unreadable."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from conch_jupyter.files import StoreError
-from conch_jupyter.sealed import SealedFile
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.core.sealed import SealedFile
 
 SECRET = "sk-test-5f3a9c0e-very-secret"
 

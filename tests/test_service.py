@@ -1,5 +1,5 @@
-"""service.py: the round driver on its own — a real SQLite store, agents file and Hub, the offline
-model (no network, no Jupyter server). The HTTP side is tests/test_rounds_server.py's."""
+"""rounds/driver.py: the round driver on its own — a real SQLite store, agents file and Hub, the
+offline model (no network, no Jupyter server). The HTTP side is tests/test_rounds_server.py's."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from conch_jupyter.agents import AgentStore
-from conch_jupyter.hub import Hub
+from conch_jupyter.agents.agent_store import AgentStore
+from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.providers.base import ProviderConfig
-from conch_jupyter.sealed import SealedFile
-from conch_jupyter.service import ChatNotFound, RoundService
-from conch_jupyter.spend import Budget
-from conch_jupyter.store import Store
-from conch_jupyter.turn import Turns
+from conch_jupyter.rounds.driver import ChatNotFound, RoundService
+from conch_jupyter.rounds.spend import Budget
+from conch_jupyter.rounds.turn import Turns
+from conch_jupyter.store.chats import Store
+from conch_jupyter.store.hub import Hub
 
 from .conftest import Clock
 

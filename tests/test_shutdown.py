@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from conch_jupyter.files import StoreError
-from conch_jupyter.hub import Hub
+from conch_jupyter.core.files import StoreError
 from conch_jupyter.server_ext.app import ConchApp
-from conch_jupyter.store import Store
+from conch_jupyter.store.chats import Store
+from conch_jupyter.store.hub import Hub
 
 from .conftest import Api
 

@@ -1,4 +1,4 @@
-"""spend.py: what a reply costs in the ledger, and when the chat's limit or the month refuses."""
+"""rounds/spend.py: what a reply costs in the ledger, and when the chat's limit or month refuses."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.agents import Agent
+from conch_jupyter.agents.agent_store import Agent
 from conch_jupyter.providers.base import Price, ProviderConfig, Usage
-from conch_jupyter.rounds import Roster, Round, SpendRecorded
-from conch_jupyter.spend import (
+from conch_jupyter.rounds.engine import Roster, Round, SpendRecorded
+from conch_jupyter.rounds.spend import (
     Budget,
     loop_refusal,
     month_spent_over,
     record_spend,
     turn_refusal,
 )
-from conch_jupyter.store import Store
+from conch_jupyter.store.chats import Store
 
 from .conftest import Clock
 

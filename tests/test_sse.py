@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterable
 import httpx
 import pytest
 
-from conch_jupyter.sse import (
+from conch_jupyter.core.sse import (
     EventFolder,
     LineSplitter,
     SSEEvent,

@@ -1,4 +1,4 @@
-"""store.py: the chat store on a real SQLite file."""
+"""store/chats.py: the chat store on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.files import StoreError
-from conch_jupyter.rows import ordered_uuid, row_id
-from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store, month_start
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.store.chats import SCHEMA_VERSION, NotFound, Store, month_start
+from conch_jupyter.store.rows import ordered_uuid, row_id
 
 from .conftest import Clock
 
@@ -365,7 +365,7 @@ def test_month_start_is_utc(moment: float, start: float) -> None:
 
 
 async def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: Path) -> None:
-    from conch_jupyter.store_schema import _V1
+    from conch_jupyter.store.schema import _V1
 
     path.parent.mkdir(mode=0o700, parents=True)
     db = sqlite3.connect(path)
@@ -388,7 +388,7 @@ async def test_the_ledger_marks_estimates_and_an_old_ledger_is_all_billed(path: 
 
 
 async def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
-    from conch_jupyter.store_schema import _V1
+    from conch_jupyter.store.schema import _V1
 
     path.parent.mkdir(mode=0o700, parents=True)
     db = sqlite3.connect(path)
@@ -409,19 +409,19 @@ async def test_a_v1_file_is_upgraded_in_place(path: Path) -> None:
         assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [m.text for m in store.messages("c_old")] == ["kept"]
         assert store.spent_since(0, payer="p_1") == 0.5
-        task = await store.create_door_task(
+        task = await store.door_tasks.create(
             pairing_id="p_1", agent="writer", context_id="x", conversation_id="c_old",
             asked="hi", asked_id="m1",
         )  # fmt: skip
-        assert store.door_task(task.id, "p_1", "writer") == task
+        assert store.door_tasks.get(task.id, "p_1", "writer") == task
     with Store(path, Clock()) as again:  # opening an upgraded file changes nothing
-        assert again.door_task(task.id, "p_1", "writer") == task
+        assert again.door_tasks.get(task.id, "p_1", "writer") == task
 
 
 async def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) -> None:
     chat = await store.create_conversation(origin="peer", pairing_id="p_1", context_key="writer/c")
     made = [
-        await store.create_door_task(
+        await store.door_tasks.create(
             pairing_id="p_1",
             agent="writer",
             context_id=f"c{n % 2}",
@@ -431,52 +431,52 @@ async def test_door_tasks_are_scoped_to_their_pairing_and_agent(store: Store) ->
         )
         for n in range(5)
     ]
-    other = await store.create_door_task(
+    other = await store.door_tasks.create(
         pairing_id="p_2", agent="writer", context_id="c0", conversation_id=None,
         asked="theirs", asked_id="m9", state="TASK_STATE_REJECTED", words="No.",
     )  # fmt: skip
     first = made[0]
     assert first.state == "TASK_STATE_WORKING"
     assert first.reply is None
-    assert store.door_task(first.id, "p_2", "writer") is None  # another key's: not found
-    assert store.door_task(first.id, "p_1", "researcher") is None  # another agent's too
-    assert store.door_task(other.id, "p_1", "writer") is None
+    assert store.door_tasks.get(first.id, "p_2", "writer") is None  # another key's: not found
+    assert store.door_tasks.get(first.id, "p_1", "researcher") is None  # another agent's too
+    assert store.door_tasks.get(other.id, "p_1", "writer") is None
 
-    ended = await store.finish_door_task(first.id, "TASK_STATE_COMPLETED", reply="Done.")
-    done = store.door_task(first.id, "p_1", "writer")
+    ended = await store.door_tasks.finish(first.id, "TASK_STATE_COMPLETED", reply="Done.")
+    done = store.door_tasks.get(first.id, "p_1", "writer")
     assert done is not None
     assert ended == done  # the task as it was stored, given back by the change itself
-    assert await store.finish_door_task("gone", "TASK_STATE_FAILED") is None
+    assert await store.door_tasks.finish("gone", "TASK_STATE_FAILED") is None
     assert (done.state, done.reply) == ("TASK_STATE_COMPLETED", "Done.")
     assert done.updated > first.updated
 
-    page, total = store.door_tasks("p_1", "writer", limit=2)
+    page, total = store.door_tasks.page("p_1", "writer", limit=2)
     assert total == 5
     assert [t.id for t in page] == [made[4].id, made[3].id]
-    page, total = store.door_tasks("p_1", "writer", limit=2, offset=4)
+    page, total = store.door_tasks.page("p_1", "writer", limit=2, offset=4)
     assert total == 5
     assert [t.id for t in page] == [first.id]
-    assert store.door_tasks("p_1", "writer", context_id="c1")[1] == 2
-    assert store.door_tasks("p_1", "writer", state="TASK_STATE_COMPLETED")[1] == 1
-    assert store.door_tasks("p_1", "writer", updated_after=done.updated)[1] == 1
-    assert store.door_tasks("p_1", "researcher")[1] == 0
+    assert store.door_tasks.page("p_1", "writer", context_id="c1")[1] == 2
+    assert store.door_tasks.page("p_1", "writer", state="TASK_STATE_COMPLETED")[1] == 1
+    assert store.door_tasks.page("p_1", "writer", updated_after=done.updated)[1] == 1
+    assert store.door_tasks.page("p_1", "researcher")[1] == 0
 
-    assert store.fail_unfinished_door_tasks("The server stopped.") == 4
-    left = store.door_task(made[1].id, "p_1", "writer")
+    assert store.door_tasks.fail_unfinished("The server stopped.") == 4
+    left = store.door_tasks.get(made[1].id, "p_1", "writer")
     assert left is not None
     assert (left.state, left.words) == (
         "TASK_STATE_FAILED",
         "The server stopped.",
     )
-    again = store.door_task(other.id, "p_2", "writer")
+    again = store.door_tasks.get(other.id, "p_2", "writer")
     assert again is not None
     assert again.state == "TASK_STATE_REJECTED"
 
     await store.add_spend(0.25, conversation_id=chat.id, payer="p_1")
-    await store.forget_pairing("p_1")
-    assert store.door_tasks("p_1", "writer")[1] == 0
+    await store.door_tasks.forget_pairing("p_1")
+    assert store.door_tasks.page("p_1", "writer")[1] == 0
     assert store.get_conversation(chat.id) is None
-    assert store.door_task(other.id, "p_2", "writer") is not None
+    assert store.door_tasks.get(other.id, "p_2", "writer") is not None
     assert store.spent_since(0, payer="p_1") == 0.25  # a revoked key's spend stays counted
 
 

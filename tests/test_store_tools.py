@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.store import SCHEMA_VERSION, NotFound, Store
+from conch_jupyter.store.chats import SCHEMA_VERSION, NotFound, Store
 
 from .test_store import Clock
 
@@ -58,7 +58,7 @@ async def test_a_tool_message_keeps_its_call(tmp_path: Path) -> None:
 
 
 async def test_a_v3_file_is_upgraded_in_place(tmp_path: Path) -> None:
-    from conch_jupyter.store_schema import _MIGRATIONS
+    from conch_jupyter.store.schema import _MIGRATIONS
 
     path = tmp_path / "c.sqlite3"
     db = sqlite3.connect(path)

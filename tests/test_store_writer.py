@@ -1,4 +1,4 @@
-"""store_writer.py: the store's one writer thread, on a real SQLite file.
+"""store/writer.py: the store's one writer thread, on a real SQLite file.
 
 A change that blocks the writer (a `threading.Event` it waits on) stands in for a slow fsync:
 while it holds, the next changes queue up, so what goes into one commit is decided by the test.
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from conch_jupyter.files import StoreError
-from conch_jupyter.store import NotFound, Store
-from conch_jupyter.store_writer import StoreClosed
+from conch_jupyter.core.files import StoreError
+from conch_jupyter.store.chats import NotFound, Store
+from conch_jupyter.store.writer import StoreClosed
 
 
 @pytest.fixture

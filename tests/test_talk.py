@@ -1,4 +1,4 @@
-"""The words of a round (conch_jupyter.talk): quoting, prompts and notes."""
+"""The words of a round (conch_jupyter.rounds.prompts): quoting, prompts and notes."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter.rounds import ROUND_LIMITS
-from conch_jupyter.talk import (
-    clean_text,
-    fence,
+from conch_jupyter.core.text import clean_text, fence
+from conch_jupyter.rounds.engine import ROUND_LIMITS
+from conch_jupyter.rounds.prompts import (
     outside_refused_note,
     quote_agent,
     quote_note,

@@ -1,4 +1,4 @@
-"""turn.py: one turn against a scripted model server on loopback, a real SQLite store and a Hub.
+"""rounds/turn.py: one turn against a scripted model server on loopback, a real SQLite store, a Hub.
 
 Every way a turn can end — done, failed, past its deadline, cancelled — and what each leaves:
 the reply kept, the live deltas, and the spend (billed, estimated, or nothing).
@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from conch_jupyter.agents import Agent, AgentStore
-from conch_jupyter.history import Said
-from conch_jupyter.hub import Hub
+from conch_jupyter.agents.agent_store import Agent, AgentStore
+from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.providers.base import Usage
-from conch_jupyter.sealed import SealedFile
-from conch_jupyter.store import Store
-from conch_jupyter.turn import Reply, TurnInput, Turns
+from conch_jupyter.rounds.history import Said
+from conch_jupyter.rounds.turn import Reply, TurnInput, Turns
+from conch_jupyter.store.chats import Store
+from conch_jupyter.store.hub import Hub
 
 from .conftest import Clock
 from .scripted_models import Reply as Scripted

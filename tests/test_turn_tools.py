@@ -1,5 +1,5 @@
-"""The tool loop inside the one turn routine (turn.py): billed over all its requests, bounded by
-the driver's spend check, and never run for a turn that was offered no tools."""
+"""The tool loop inside the one turn routine (rounds/turn.py): billed over all its requests,
+bounded by the driver's spend check, and never run for a turn that was offered no tools."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
 from conch_jupyter.notebook.service import NotebookTools
-from conch_jupyter.turn import Reply
+from conch_jupyter.rounds.turn import Reply
 
 from . import test_turn
 from .scripted_models import Reply as Scripted

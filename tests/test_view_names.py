@@ -1,5 +1,5 @@
 """The @ picker compares names as the server does (issue 16): js/mentions.js's key and clash rule
-against names.py's, the roster that tells the view which outside agent clashes with one of
+against core/names.py's, the roster that tells the view which outside agent clashes with one of
 yours (a real Jupyter server, a real a2a-sdk peer, a hand-edited file), and the view's and the
 kernel's timelines offering the same entries from it.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conch_jupyter.names import clash, name_key
+from conch_jupyter.core.names import clash, name_key
 from conch_jupyter.widget.timeline import ChatState
 
 from .a2a_peers import Peer
@@ -109,7 +109,7 @@ console.log(JSON.stringify(JSON.parse(text).map((code) => {
 
 
 def _vanishes(ch: str) -> bool:
-    """Whether names.py drops `ch` from a key (invisible, or a mark), by this Python's Unicode."""
+    """Whether core/names.py drops `ch` from a key (invisible, or a mark), by this Python."""
     return unicodedata.category(ch) in ("Mn", "Me") or name_key(f"a{ch}b") == "ab"
 
 

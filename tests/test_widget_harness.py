@@ -2,7 +2,7 @@
 
 The page loads widget.js from a blob URL, as anywidget does, so a relative import or a CDN load
 would fail here too. The chat's states come from the real kernel-side code (ChatState and
-build_items, with Markdown drawn sealed by render.py), fed a scripted event stream.
+build_items, with Markdown drawn sealed by core/render.py), fed a scripted event stream.
 
 Frames: every animation a card runs must animate only transform and opacity (checked exactly),
 and no frame may take over 50 ms of main-thread work while a card animates (Long Animation Frame
@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from conch_jupyter.render import render_markdown
-from conch_jupyter.rounds import ROUND_END_WORDS, end_words
-from conch_jupyter.talk import turn_note
+from conch_jupyter.core.render import render_markdown
+from conch_jupyter.rounds.engine import ROUND_END_WORDS, end_words
+from conch_jupyter.rounds.prompts import turn_note
 from conch_jupyter.widget.timeline import ChatState, build_items, live_item
 
 from .browser import (  # noqa: F401 (the two jp_ fixtures)

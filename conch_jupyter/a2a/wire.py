@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..talk import clean_text
+from ..core.text import clean_text
 
 Version = Literal["1.0", "0.3"]
 VERSION_HEADER = "A2A-Version"

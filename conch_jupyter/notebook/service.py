@@ -35,12 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConchError
-from ..files import StoreError
-from ..hub import Hub
+from ..core.errors import ConchError
+from ..core.files import StoreError
+from ..core.text import clean_text
 from ..providers.base import ToolCall
-from ..store import Conversation, Mode, NotFound, Store
-from ..talk import clean_text
+from ..store.chats import Conversation, Mode, NotFound, Store
+from ..store.hub import Hub
 from .kernel import KernelBusy, NoKernel, NotebookKernels, StuckRun
 from .reading import notebook_text, variables_text
 from .rules import (

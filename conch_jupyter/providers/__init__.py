@@ -7,6 +7,7 @@ and `detect_default_provider` (what the default agents use on first start).
 
 The wire formats themselves live in `openai.py` and `anthropic.py`; the offline stand-in in
 `offline.py`. An API key never appears in an error's words: any echo of it is masked here.
+May import: `core`; nothing else of conch_jupyter.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from ..sse import SSEEvent, aiter_events
-from ..talk import clean_json, clean_text
+from ..core.sse import SSEEvent, aiter_events
+from ..core.text import clean_json, clean_text
 from .anthropic import AnthropicWire
 from .base import (
     ChatWire,

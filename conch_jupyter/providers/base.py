@@ -1,7 +1,7 @@
 """What every model provider speaks: a request in, a stream of text deltas, tool calls and usage
 out.
 
-The turn routine (turn.py) only knows this module. Providers turn a ModelRequest into their
+The turn routine (rounds/turn.py) only knows this module. Providers turn a ModelRequest into their
 wire format, stream the reply back as TextDelta items, and report token usage once as a Usage
 item. A failure is a ProviderError whose words are shown to the user as Conch's note.
 
@@ -19,17 +19,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from ..talk import clean_text
+from ..core.text import clean_text
 
 if TYPE_CHECKING:
-    from ..sse import SSEEvent
+    from ..core.sse import SSEEvent
 
 ProviderKind = Literal["openai", "anthropic", "offline"]
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One message of the history as the model sees it (already labelled by talk.py)."""
+    """One message of the history as the model sees it (already labelled by rounds/prompts.py)."""
 
     role: Literal["user", "assistant"]
     text: str

@@ -2,7 +2,7 @@
 Conch API handler base, and where this server is reached (for addresses handed to others).
 
 Nothing here imports another handler module; handlers.py (the REST API), outside_handlers.py,
-pairing_handlers.py and door_handlers.py build on it, and app.py puts their routes together
+pairing_handlers.py and door/http.py build on it, and app.py puts their routes together
 (the door's is no route: it goes first in the server's router, door_handlers.install_door).
 """
 
@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 from http import HTTPStatus
-from typing import Any, ClassVar, Protocol, TypeVar
-from urllib.parse import quote
+from typing import Any, ClassVar, TypeVar
 
 from jupyter_server.auth.identity import User
 from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
-from tornado.httputil import HTTPServerRequest
 
-from ..a2a.door.forwarded import door_scheme
-from ..agents import AgentError
-from ..errors import ConchError
-from ..files import StoreError
-from ..service import ChatNotFound
-from ..store import NotFound
-from ..store_writer import StoreClosed
+from ..agents.agent_store import AgentError
+from ..core.errors import ConchError
+from ..core.files import StoreError
+from ..rounds.driver import ChatNotFound
+from ..store.chats import NotFound
+from ..store.writer import StoreClosed
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -38,21 +34,9 @@ KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
 
 AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
 ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
-_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
 
 
-class Exchange(Protocol):
-    """A request with the web application's settings: a RequestHandler, or the door's
-    DoorExchange (door_handlers.py), which is none."""
-
-    @property
-    def request(self) -> HTTPServerRequest: ...
-
-    @property
-    def settings(self) -> dict[str, Any]: ...
-
-
-def services_of(handler: Exchange) -> ConchServices:
+def services_of(handler: web.RequestHandler) -> ConchServices:
     """Conch's services, kept in the tornado settings by ConchApp."""
     services: ConchServices = handler.settings["conch"]
     return services
@@ -61,46 +45,6 @@ def services_of(handler: Exchange) -> ConchServices:
 def error_code(status: int) -> str:
     """An HTTP status as an error code: 405 → "method_not_allowed"."""
     return HTTPStatus(status).phrase.lower().replace(" ", "_")
-
-
-def trusts_forwarded(handler: Exchange) -> bool:
-    """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
-    return bool(getattr(handler.settings.get("serverapp"), "trust_xheaders", False))
-
-
-def socket_peer(handler: Exchange) -> str:
-    """The address at the other end of the socket, whatever forwarded headers say."""
-    context = getattr(handler.request.connection, "context", None)
-    address = getattr(context, "address", None)
-    if isinstance(address, tuple) and address:
-        return str(address[0])
-    return handler.request.remote_ip or ""
-
-
-def caller_scheme(handler: Exchange) -> str:
-    """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
-    return door_scheme(
-        handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
-    )
-
-
-def request_origin(handler: Exchange) -> str:
-    """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
-    was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
-    host = handler.request.host
-    if trusts_forwarded(handler):
-        forwarded = handler.request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
-        host = forwarded or host
-    if not _HOST.fullmatch(host):
-        host = "localhost"  # a Host no address can hold: the card must still be well formed
-    return f"{caller_scheme(handler)}://{host}"
-
-
-def endpoint_url(handler: Exchange, agent_id: str) -> str:
-    """The absolute URL of an agent's JSON-RPC endpoint, base_url included (the door answers
-    it with and without a trailing slash)."""
-    base_url = handler.settings.get("base_url", "/")
-    return f"{request_origin(handler)}{base_url}a2a/{quote(agent_id, safe='')}"
 
 
 class ApiError(web.HTTPError, ConchError):

@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from ..rows import Mode
-from ..talk import clean_text
+from ..core.text import clean_text
+from ..store.rows import Mode
 
 Text = Annotated[str, AfterValidator(clean_text)]
 

@@ -18,9 +18,10 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import Field, StrictBool, StrictStr
 from tornado import web
 
-from ..a2a.door.pairing import PairingError
-from ..agents import AgentError
-from .base import ApiError, ConchHandler, endpoint_url
+from ..agents.agent_store import AgentError
+from ..door.address import endpoint_url
+from ..door.pairing import PairingError
+from .base import ApiError, ConchHandler
 from .bodies import Body, Text
 
 

@@ -4,7 +4,7 @@ Owns the chat widget's state (ChatState takes the event stream's items one by on
 step from that state to the items the view draws: your messages, each agent's reply under its
 divider, handover lines, outside answers, Conch's notes, a round card where each round began,
 and each tool call's block under the reply it belongs to (tools.py).
-No I/O here: a settled message carries its Markdown drawn sealed by the server (render.py), and
+No I/O here: a settled message carries its Markdown drawn sealed by the server (core/render.py), and
 a reply still streaming is plain text. This is the kernel's mirror of the view's js/timeline.js
 (for the relay and the Python API); tests/test_view_js.py checks both draw the same items.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, cast
 
-from ..rounds import EndReason, end_words
+from ..rounds.engine import EndReason, end_words
 from .tools import tool_item, under_replies, working_words
 
 Item = dict[str, Any]

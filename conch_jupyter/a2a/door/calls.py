@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ...files import describe_validation_error
-from ...store import DoorTask
-from ...talk import clean_text
+from ...core.files import describe_validation_error
+from ...core.text import clean_text
+from ...store.rows import DoorTask
 from ..wire import (
     METHODS,
     STATES_V03,

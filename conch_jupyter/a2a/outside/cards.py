@@ -17,7 +17,7 @@ import asyncio
 
 import httpx
 
-from ...deadlines import duration, within
+from ...core.deadlines import duration, within
 from ..reading import CardInfo, parse_card
 from ..wire import WireError
 from .client import URL_LIMIT, A2AClient, CallFailed, same_host

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from ...deadlines import duration, within
+from ...core.deadlines import duration, within
 from ..wire import (
     REASONS,
     VERSION_HEADER,

@@ -2,10 +2,10 @@
 
 Owns the stored file's shape, the agents as the rest of Conch sees them (OutsideAgent), and the
 names they get: an outside agent is mentioned as @Name like your own agents, so its name follows
-the same rules (names.py); no two outside agents read alike, and none may clash with one of
+the same rules (core/names.py); no two outside agents read alike, and none may clash with one of
 yours (service.py checks that, knowing yours). Keys are kept only in
 the sealed file, under "outside:<id>", never in outside.json, `to_public()` or a repr. A file that
-does not read is an error naming it, and is never written over (files.py).
+does not read is an error naming it, and is never written over (core/files.py).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ...errors import ConchError
-from ...files import Stamp, atomic_write_json, file_stamp, read_json
-from ...names import NAME_MAX, name_problem, same_name, slug_of
-from ...sealed import SealedFile
+from ...core.errors import ConchError
+from ...core.files import Stamp, atomic_write_json, file_stamp, read_json
+from ...core.names import NAME_MAX, name_problem, same_name, slug_of
+from ...core.sealed import SealedFile
 from ..wire import Version
 from .guard import Home
 

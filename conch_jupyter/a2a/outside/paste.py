@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from ...talk import clean_text
+from ...core.text import clean_text
 from .client import URL_LIMIT
 
 PASTE_LIMIT = 10_000

@@ -1,7 +1,7 @@
 """The door's operations for a key that was let in (rules.py and calls.py decide that).
 
 Each A2A context is a chat of its own with origin "peer", tainted from the start by the pairing,
-out of the chat list and readable from the pairing ("What it said"); peer_turn.py runs each
+out of the chat list and readable from the pairing ("What it said"); door/turn.py runs each
 answer in it. The bounds per key are decided in rules.py (message_refusal, KeyBuckets); this
 module gives them what they decide on (whether the key is answering, its spend today) and turns
 their refusals into A2A errors. The door's tasks are kept in the store, so GetTask
@@ -17,18 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...agents import Agent, AgentStore
-from ...spend import Budget, month_spent_over
-from ...store import Conversation, Store
-from ...talk import clean_text
-from ...turn import Turns
-from ..wire import STATES_V03, ErrorCode, Version, new_id
-from .calls import Call, Refusal, list_json, list_query, message_words, task_json
-from .card import agent_card_v03, agent_card_v1
-from .pairing import Pairing
-from .params import ListParams, SendParams, TaskParams
-from .peer_turn import PeerTurn, Running
-from .rules import (
+from ..a2a.door.calls import Call, Refusal, list_json, list_query, message_words, task_json
+from ..a2a.door.card import agent_card_v03, agent_card_v1
+from ..a2a.door.params import ListParams, SendParams, TaskParams
+from ..a2a.door.rules import (
     DOOR_BOUNDS,
     DoorBounds,
     KeyBuckets,
@@ -37,6 +29,14 @@ from .rules import (
     is_command,
     message_refusal,
 )
+from ..a2a.wire import STATES_V03, ErrorCode, Version, new_id
+from ..agents.agent_store import Agent, AgentStore
+from ..core.text import clean_text
+from ..rounds.spend import Budget, month_spent_over
+from ..rounds.turn import Turns
+from ..store.chats import Conversation, Store
+from .pairing import Pairing
+from .turn import PeerTurn, Running
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class PeerService:
 
     def __post_init__(self) -> None:
         self._buckets = KeyBuckets(self.bounds)
-        self.store.fail_unfinished_door_tasks("The server stopped before the answer was finished.")
+        self.store.door_tasks.fail_unfinished("The server stopped before the answer was finished.")
 
     @staticmethod
     def waits(call: Call) -> bool:
@@ -100,7 +100,7 @@ class PeerService:
         self._check_bounds(pairing, agent, text)
         if params.message.task_id is not None:
             # Our tasks end with their answer, so there is never one to go on with.
-            if self.store.door_task(params.message.task_id, pairing.id, agent.id) is None:
+            if self.store.door_tasks.get(params.message.task_id, pairing.id, agent.id) is None:
                 raise Refusal(ErrorCode.TASK_NOT_FOUND, NOT_FOUND)
             raise Refusal(
                 ErrorCode.UNSUPPORTED_OPERATION,
@@ -125,7 +125,7 @@ class PeerService:
                 queued.append(
                     self.store.add_message(chat.id, "note", f"Refused: {COMMAND_REFUSED}")
                 )
-            task = self.store.create_door_task(
+            task = self.store.door_tasks.create(
                 pairing_id=pairing.id,
                 agent=agent.id,
                 context_id=context_id,
@@ -163,7 +163,7 @@ class PeerService:
         if not running.job.cancelled() and running.job.exception() is not None:
             # A bug, not a refusal: the owner's log has it, the caller gets an ended task.
             log.error("Conch door: an answer failed", exc_info=running.job.exception())
-            ended = await self.store.finish_door_task(
+            ended = await self.store.door_tasks.finish(
                 door_task.id, "TASK_STATE_FAILED", words="Something went wrong while answering."
             )
         if ended is None:
@@ -173,14 +173,14 @@ class PeerService:
     def get(
         self, pairing: Pairing, agent: Agent, params: TaskParams, version: Version
     ) -> dict[str, Any]:
-        found = self.store.door_task(params.id, pairing.id, agent.id)
+        found = self.store.door_tasks.get(params.id, pairing.id, agent.id)
         if found is None:
             raise Refusal(ErrorCode.TASK_NOT_FOUND, NOT_FOUND)
         return task_json(found, version, history_length=params.history_length)
 
     def list_tasks(self, pairing: Pairing, agent: Agent, params: ListParams) -> dict[str, Any]:
         query = list_query(params)
-        tasks, total = self.store.door_tasks(
+        tasks, total = self.store.door_tasks.page(
             pairing.id,
             agent.id,
             context_id=query.context_id,
@@ -204,7 +204,7 @@ class PeerService:
     async def cancel(
         self, pairing: Pairing, agent: Agent, params: TaskParams, version: Version
     ) -> dict[str, Any]:
-        found = self.store.door_task(params.id, pairing.id, agent.id)
+        found = self.store.door_tasks.get(params.id, pairing.id, agent.id)
         if found is None:
             raise Refusal(ErrorCode.TASK_NOT_FOUND, NOT_FOUND)
         running = self._running.get(pairing.id)
@@ -227,7 +227,7 @@ class PeerService:
             running.job.cancel()
             await asyncio.wait({running.job})
         self._buckets.forget(pairing_id)
-        await self.store.forget_pairing(pairing_id)
+        await self.store.door_tasks.forget_pairing(pairing_id)
 
     async def close(self) -> None:
         jobs = [r.job for r in self._running.values() if r.job is not None and not r.job.done()]

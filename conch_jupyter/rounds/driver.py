@@ -1,4 +1,4 @@
-"""RoundService: the async driver that runs rounds in chats, around the pure engine in rounds.py.
+"""RoundService: the async driver that runs rounds in chats, around the pure engine (engine.py).
 
 It owns the I/O a round needs: it stores the user's message, decides who answers (a round when
 the message mentions agents, else the chat's agent alone), hands each turn to the turn routine
@@ -19,19 +19,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .a2a.outside.service import OutsideAgents
-from .agents import Agent, AgentStore
-from .deadlines import settle
-from .files import StoreError
-from .history import HISTORY_MESSAGES, Said, system_prompt
-from .hub import Hub
-from .live_chat import LiveChat, NextTurn, Room
-from .mentions import read_mentions, unclear_note
-from .names import clashes
-from .notebook.rules import NOTEBOOK_TOOLS
-from .notebook.service import NotebookTools
-from .outside_turn import OutsideTurns
-from .rounds import (
+from ..a2a.outside.service import OutsideAgents
+from ..agents.agent_store import Agent, AgentStore
+from ..core.deadlines import settle
+from ..core.files import StoreError
+from ..core.names import clashes
+from ..notebook.rules import NOTEBOOK_TOOLS
+from ..notebook.service import NotebookTools
+from ..store.chats import Conversation, Message, Store
+from ..store.hub import Hub
+from .engine import (
     ROUND_END_WORDS,
     Ask,
     Broke,
@@ -50,9 +47,12 @@ from .rounds import (
     UserWrote,
     end_words,
 )
+from .history import HISTORY_MESSAGES, Said, system_prompt
+from .live_chat import LiveChat, NextTurn, Room
+from .mentions import read_mentions, unclear_note
+from .outside_turn import OutsideTurns
+from .prompts import not_sent_note, outside_refused_note, turn_note
 from .spend import Budget, loop_refusal, turn_refusal
-from .store import Conversation, Message, Store
-from .talk import not_sent_note, outside_refused_note, turn_note
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)

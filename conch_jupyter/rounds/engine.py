@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A user's message that mentions agents starts a round. The names it mentioned, in order, fill the
-floor queue. The engine hands out the floor one speaker at a time and the driver (service.py) does
+floor queue. The engine hands out the floor one speaker at a time and the driver (driver.py) does
 the I/O: it asks a model or an outside agent, stores what came back, and feeds the result in as an
 event. Every event returns the next decision, or None when the engine is still waiting on the
 reply that is running.
@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
+from ..core.text import and_join, shown_name
 from .mentions import read_mentions
-from .talk import and_join, shown_name
 
 EndReason = Literal[
     "done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote_to_bytes, urlparse
 
 from jupyter_server.prometheus.metrics import HTTP_REQUEST_DURATION_SECONDS
@@ -52,14 +52,15 @@ from tornado.routing import PathMatches, Router, Rule
 from ..a2a.door.calls import Call, Refusal, read_call
 from ..a2a.door.card import agent_card
 from ..a2a.door.forwarded import door_address
-from ..a2a.door.pairing import Pairing, PairingError
 from ..a2a.door.params import TaskParams
-from ..a2a.door.rules import Denied
+from ..a2a.door.rules import Denied, DoorGate
 from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
-from ..agents import Agent, AgentError
-from ..files import StoreError
-from .base import caller_scheme, endpoint_url, services_of, socket_peer, trusts_forwarded
-from .services import ConchServices
+from ..agents.agent_store import Agent, AgentError, AgentStore
+from ..core.files import StoreError
+from ..store.chats import Store
+from .address import caller_scheme, endpoint_url, socket_peer, trusts_forwarded
+from .pairing import Pairing, PairingError, PairingStore
+from .service import PeerService
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +309,16 @@ def install_door(web_app: web.Application) -> Door:
     return door
 
 
+class DoorServices(Protocol):
+    """What the door uses of Conch's services (server_ext's ConchServices has them all)."""
+
+    store: Store
+    agents: AgentStore
+    pairings: PairingStore
+    door_gate: DoorGate
+    peers: PeerService
+
+
 class DoorExchange(HTTPMessageDelegate):
     """One request at the door and its answer. It also stands for a handler to Jupyter's
     log_function, which asks for `request`, `settings`, `log`, `current_user`, `get_status()`."""
@@ -327,8 +338,9 @@ class DoorExchange(HTTPMessageDelegate):
         self._closed = False
 
     @property
-    def conch(self) -> ConchServices:
-        return services_of(self)
+    def conch(self) -> DoorServices:
+        services: DoorServices = self.settings["conch"]  # Conch's services (server_ext)
+        return services
 
     @property
     def log(self) -> logging.Logger:

@@ -1,5 +1,5 @@
 """One turn: asking a model for one reply. The only place that streams a model's reply, for the
-rounds (service.py) and for the door's guests (a2a/door/peer_turn.py) alike.
+rounds (rounds/driver.py) and for the door's guests (door/turn.py) alike.
 
 Theory of operation
 -------------------
@@ -9,7 +9,7 @@ deadline, who pays) and hands in an empty Reply, which the turn fills as it goes
     reply = Reply()
     await Turns(...).take(turn, reply)   # Stop may cancel this; `reply` still says what was said
 
-1. The history (history.py) and the request are built from the TurnInput.
+1. The history (rounds/history.py) and the request are built from the TurnInput.
 2. The reply streams from the agent's provider (one retry policy: `stream_reply`); each piece is
    published live to the chat's followers (Hub) and collected in `reply.parts`.
 3. However the turn ends — done, failed, past its deadline, or cancelled (Stop, CancelTask, the
@@ -30,9 +30,9 @@ with them; a loop whose metered cost so far the driver's `spend_check` refuses a
 Every request is billed: the provider's usage summed over the loop, plus an estimate for a
 request cut off mid-stream.
 
-What the turn does not decide: whose turn it is and what a reply means for the round (rounds.py
+What the turn does not decide: whose turn it is and what a reply means for the round (engine.py
 and the driver), whether a metered turn may start at all (spend.py's `turn_refusal`, asked by
-the caller first), and what a door task's state becomes (peer_turn.py).
+the caller first), and what a door task's state becomes (door/turn.py).
 """
 
 from __future__ import annotations
@@ -44,14 +44,12 @@ from typing import Any
 
 import httpx
 
-from .agents import Agent, AgentStore
-from .deadlines import within
-from .history import Said, history_turns
-from .hub import Hub
-from .notebook.rules import MAX_CALLS_PER_TURN
-from .notebook.service import Caller, NotebookTools
-from .providers import make_provider, stream_reply
-from .providers.base import (
+from ..agents.agent_store import Agent, AgentStore
+from ..core.deadlines import within
+from ..notebook.rules import MAX_CALLS_PER_TURN
+from ..notebook.service import Caller, NotebookTools
+from ..providers import make_provider, stream_reply
+from ..providers.base import (
     ModelRequest,
     ProviderError,
     TextDelta,
@@ -61,9 +59,11 @@ from .providers.base import (
     Usage,
     estimate_usage,
 )
-from .rows import row_id
+from ..store.chats import Store
+from ..store.hub import Hub
+from ..store.rows import row_id
+from .history import Said, history_turns
 from .spend import record_spend
-from .store import Store
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,13 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .files import StoreError
-from .store_db import guard, rollback
+from ..core.files import StoreError
+from .db import guard, rollback
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -263,3 +263,29 @@ async def _committed(queued: asyncio.Future[_T] | concurrent.futures.Future[_T])
             except Exception:  # the caller is cancelled: its change's error is moot
                 break
         raise
+
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+
+def then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Pending[_B]:
+    """What a change (queued already) gives its caller once committed."""
+
+    async def committed() -> _B:
+        return result(await queued)
+
+    return committed()
+
+
+class Queued(Generic[_A]):
+    """A new row queued for the writer: the row as it will be stored, known at once (`row`),
+    and, awaited, the same row once committed."""
+
+    def __init__(self, row: _A, committed: Awaitable[object]) -> None:
+        self.row = row
+        self._committed = committed
+
+    def __await__(self) -> Generator[Any, None, _A]:
+        yield from self._committed.__await__()
+        return self.row

@@ -1,89 +1,32 @@
 """The words of a round: how other agents' words are quoted, and what each turn is told. Who a
-message mentions is mentions.py; the round's rules (its limits, its end reasons and their
-words) are the engine's, in rounds.py.
+message mentions is rounds/mentions.py; the round's rules (its limits, its end reasons and their
+words) are the engine's, in engine.py.
 
 Pure functions and constants only (stdlib, no I/O), so the round engine and the history builder
 share one set of words and the tests can hammer them.
 
 Theory of operation:
 - Another agent's words are data (ADR 0112, first non-negotiable): they reach the next model
-  under a label that says whose they are, inside a Markdown fence they cannot close, so no text
-  can pass as the user's message or as a frame of ours.
+  under a label that says whose they are, inside a Markdown fence they cannot close
+  (core/text.py's `fence`), so no text can pass as the user's message or as a frame of ours.
 - Only the user's messages are instructions; every turn's room prompt says so.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core.text import and_join, clean_text, fence, shown_name
 
 if TYPE_CHECKING:  # the engine's module imports this one; the limits reach here as an argument
-    from .rounds import RoundLimits
+    from .engine import RoundLimits
 
 
 # A quoted reply is cut to the door's per-message size: enough for any real answer, bounded
 # so one agent cannot flood the next one's context.
 QUOTE_LIMIT = 16_000
-NAME_LIMIT = 80
 PERSONA_LIMIT = 400
-_TICKS = re.compile(r"``*")  # not "`+": this spelling lets re search for the literal
-
-# --- Quoting other agents' words as data ---------------------------------------------------
-
-# Characters that can hide or reorder text on screen or in a prompt: bidi overrides and
-# isolates, zero-width characters, and lone surrogates (they break UTF-8 encoding later).
-_DROPPED = [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_DROPPED += [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, *range(0xD800, 0xE000)]
-# C0 and C1 controls go, but tabs and line breaks stay; U+2028/U+2029 read as line breaks.
-_CLEAN_TABLE: dict[int, str | None] = dict.fromkeys(_DROPPED) | {9: "\t", 10: "\n"}
-_CLEAN_TABLE |= {0x2028: "\n", 0x2029: "\n"}
-
-
-def clean_text(text: str, limit: int | None = None) -> str:
-    """Text without control or invisible characters, cut to `limit` characters ("…" if cut;
-    None: never cut). Every text from elsewhere passes here where it enters Conch (a model's
-    stream, an outside agent's answer, a door message, an API body, a kernel's output), so
-    none holds a character that cannot be stored (a lone surrogate) or shown plainly.
-
-    Line ends become "\\n" (U+2028/U+2029 too: some readers treat them as line breaks); tabs
-    stay, so code keeps its shape. A cut text is exactly `limit` characters long, the last
-    being "…".
-    """
-    if limit is not None and limit < 1:
-        raise ValueError("limit must be at least 1")
-    if text.isascii() and text.isprintable():
-        cleaned = text  # what nearly every piece of a stream is: nothing to drop
-    else:
-        cleaned = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
-    if limit is not None and len(cleaned) > limit:
-        return cleaned[: limit - 1] + "…"
-    return cleaned
-
-
-def clean_json(value: Any) -> Any:
-    """A parsed JSON value with every string in it (keys too) cleaned by `clean_text`, uncut:
-    for what arrives as JSON inside JSON (a tool call's arguments)."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [clean_json(item) for item in value]
-    if isinstance(value, dict):
-        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
-    return value
-
-
-def fence(text: str) -> str:
-    """`text`, verbatim, in a backtick fence longer than any backtick run inside it."""
-    longest = max((len(run) for run in _TICKS.findall(text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}text\n{text}\n{ticks}"
-
-
-def shown_name(name: str) -> str:
-    """A name fit for one line of ours: no line breaks, quotes, brackets or backticks."""
-    one_line = " ".join(clean_text(name, NAME_LIMIT).split())
-    return re.sub(r"[\"“”\[\]<>`]", "", one_line).strip() or "unnamed"
 
 
 def quote_agent(name: str, text: str, *, limit: int = QUOTE_LIMIT) -> str:
@@ -119,10 +62,6 @@ def quote_note(text: str) -> str:
 
 
 # --- Prompts and notes ---------------------------------------------------------------------
-
-
-def and_join(items: Sequence[str]) -> str:
-    return f"{', '.join(items[:-1])} and {items[-1]}" if len(items) > 1 else "".join(items)
 
 
 def room_prompt(

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .render import render_markdown
+from ..core.render import render_markdown
 from .rows import Event, Message
 
 Item = dict[str, Any]

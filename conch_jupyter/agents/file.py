@@ -1,7 +1,7 @@
 """The stored shape of `<data_dir>/agents/agents.json`: your agents as the file holds them.
 
 Pydantic, because the file is an edge and people may edit it by hand: a file that does not read
-is an error naming it (files.py), never silently replaced. Fields a later Conch adds survive a
+is an error naming it (core/files.py), never silently replaced. Fields a later Conch adds survive a
 rewrite by this one. The agents as the rest of Conch sees them are agents.py.
 """
 
@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 import pydantic
 
-from .names import slug_of, trimmed_name
-from .providers.base import ProviderKind
+from ..core.names import slug_of, trimmed_name
+from ..providers.base import ProviderKind
 
 PERSONA_MAX = 2_000
 INSTRUCTIONS_MAX = 20_000

@@ -21,9 +21,9 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from ...errors import ConchError
-from ...files import Stamp, atomic_write_bytes, file_stamp, read_json
-from .rules import DoorKeys, hash_key, new_key
+from ..a2a.door.rules import DoorKeys, hash_key, new_key
+from ..core.errors import ConchError
+from ..core.files import Stamp, atomic_write_bytes, file_stamp, read_json
 
 SCOPE_PREFIX = "agent:"
 LABEL_MAX = 80

@@ -1,70 +1,26 @@
 """The A2A door's tasks in the chat store: what a paired agent asked and how its answer ended,
-so GetTask and ListTasks answer after the reply. Part of Store (store.py), as a base class that
-shares its writer, its reading connection and its clock.
+so GetTask and ListTasks answer after the reply. A part the store holds (`store.door_tasks`),
+sharing its file: its writer, its reading connection and its clock.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable, Generator
-from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
+from .db import from_row, insert
+from .file import StoreFile
 from .rows import DoorTask, ordered_uuid
-from .store_db import from_row, guard, insert
-from .store_writer import Pending, StoreClosed, Writer
-
-_A = TypeVar("_A")
-_B = TypeVar("_B")
+from .writer import Pending, then
 
 
-def _then(queued: Awaitable[_A], result: Callable[[_A], _B]) -> Pending[_B]:
-    """What a change (queued already) gives its caller once committed."""
+class DoorTasks:
+    """The door's tasks, a part the store holds (`store.door_tasks`)."""
 
-    async def committed() -> _B:
-        return result(await queued)
+    def __init__(self, file: StoreFile) -> None:
+        self._file = file
 
-    return committed()
-
-
-class Queued(Generic[_A]):
-    """A new row queued for the writer: the row as it will be stored, known at once (`row`),
-    and, awaited, the same row once committed."""
-
-    def __init__(self, row: _A, committed: Awaitable[object]) -> None:
-        self.row = row
-        self._committed = committed
-
-    def __await__(self) -> Generator[Any, None, _A]:
-        yield from self._committed.__await__()
-        return self.row
-
-
-class StoreRows:
-    """What Store and its parts share: the file, the writer, the reading connection, the clock."""
-
-    path: Path
-    _writer: Writer
-    _db: sqlite3.Connection
-    _clock: Callable[[], float]
-
-    def data_version(self) -> int:
-        """A number that changes whenever the writer commits (SQLite's data_version, as the
-        reading connection sees it): what was read before holds while it is the same."""
-        if self._writer.closed:
-            raise StoreClosed(self.path)
-        with guard(self.path, "read"):
-            return int(self._db.execute("PRAGMA data_version").fetchone()[0])
-
-    def _select(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-        if self._writer.closed:  # the reader closes with it; say so rather than sqlite3's words
-            raise StoreClosed(self.path)
-        with guard(self.path, "read"):
-            return [dict(row) for row in self._db.execute(sql, args).fetchall()]
-
-
-class DoorTasks(StoreRows):
-    def create_door_task(
+    def create(
         self,
         *,
         pairing_id: str,
@@ -77,7 +33,7 @@ class DoorTasks(StoreRows):
         words: str | None = None,
     ) -> Pending[DoorTask]:
         """A task for what a paired agent asked (`asked`, also stored in its chat, by the door)."""
-        now = self._clock()
+        now = self._file._clock()
         task = DoorTask(
             str(ordered_uuid()),
             pairing_id,
@@ -92,13 +48,15 @@ class DoorTasks(StoreRows):
             now,
             now,
         )
-        return _then(self._writer.change(lambda db: insert(db, "door_tasks", task)), lambda _: task)
+        return then(
+            self._file._writer.change(lambda db: insert(db, "door_tasks", task)), lambda _: task
+        )
 
-    def finish_door_task(
+    def finish(
         self, task_id: str, state: str, *, reply: str | None = None, words: str | None = None
     ) -> Pending[DoorTask | None]:
         """How a task ended; awaited, the task as stored (None: it is gone, with its pairing)."""
-        now = self._clock()
+        now = self._file._clock()
         update = "UPDATE door_tasks SET state = ?, reply = ?, words = ?, updated = ? WHERE id = ?"
         # Read back in the same transaction; not with RETURNING, which SQLite has only since 3.35
         # (RHEL 8's Python links 3.26).
@@ -111,17 +69,17 @@ class DoorTasks(StoreRows):
             names = [column[0] for column in cursor.description]
             return None if row is None else from_row(DoorTask, dict(zip(names, row, strict=True)))
 
-        return self._writer.change(change)
+        return self._file._writer.change(change)
 
-    def door_task(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
+    def get(self, task_id: str, pairing_id: str, agent: str) -> DoorTask | None:
         """The task, only when it belongs to this pairing and agent: anyone else's is not found."""
-        rows = self._select(
+        rows = self._file.select(
             "SELECT * FROM door_tasks WHERE id = ? AND pairing_id = ? AND agent = ?",
             (task_id, pairing_id, agent),
         )
         return from_row(DoorTask, rows[0]) if rows else None
 
-    def door_tasks(
+    def page(
         self,
         pairing_id: str,
         agent: str,
@@ -141,19 +99,19 @@ class DoorTasks(StoreRows):
             where, args = f"{where} AND updated >= ?", [*args, updated_after]
         # The clauses are this module's own text; only the values come from the caller.
         count = f"SELECT count(*) AS n FROM door_tasks WHERE {where}"  # noqa: S608
-        total = self._select(count, tuple(args))
-        rows = self._select(
+        total = self._file.select(count, tuple(args))
+        rows = self._file.select(
             f"SELECT * FROM door_tasks WHERE {where}"  # noqa: S608
             " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
             (*args, max(limit, 0), max(offset, 0)),
         )
         return [from_row(DoorTask, row) for row in rows], int(total[0]["n"])
 
-    def fail_unfinished_door_tasks(self, words: str) -> int:
+    def fail_unfinished(self, words: str) -> int:
         """End tasks a stopped server left working: their answers are not coming. Called once at
         start-up, before the door opens, so it waits for the writer."""
-        now = self._clock()
-        return self._writer.change_now(
+        now = self._file._clock()
+        return self._file._writer.change_now(
             lambda db: (
                 db.execute(
                     "UPDATE door_tasks SET state = 'TASK_STATE_FAILED', words = ?, updated = ?"
@@ -172,4 +130,4 @@ class DoorTasks(StoreRows):
                 "DELETE FROM conversations WHERE origin = 'peer' AND pairing_id = ?", (pairing_id,)
             )
 
-        return self._writer.change(change)
+        return self._file._writer.change(change)

@@ -13,10 +13,10 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .providers.base import Turn
-from .rounds import ROUND_LIMITS
-from .rows import Message
-from .talk import quote_agent, quote_note, quote_outside, quote_tool, room_prompt
+from ..providers.base import Turn
+from ..store.rows import Message
+from .engine import ROUND_LIMITS
+from .prompts import quote_agent, quote_note, quote_outside, quote_tool, room_prompt
 
 # Enough context for a conversation, bounded so a long chat cannot blow up a request.
 HISTORY_MESSAGES = 40

@@ -1,6 +1,6 @@
 """An outside agent's turn in a round: the user's message sent, and what came back kept.
 
-Owns what happens once a round asks an outside agent (the driver, service.py, says
+Owns what happens once a round asks an outside agent (the driver, rounds/driver.py, says
 `round.asking`, runs `ask` as the task Stop may cancel, then hands its result to `keep`):
 - `ask` sends only the words of the user's message, with the chat's own A2A contextId for that
   agent, and stores nothing, so a Stop can never cut the keeping below in half;
@@ -8,17 +8,17 @@ Owns what happens once a round asks an outside agent (the driver, service.py, sa
   from now on, so Auto asks again before each run: the guard after reading), then is stored as an
   `outside` message with a `peer.message` event; input-required, and a failure after the agent
   did answer, are said in a note; an agent that never answered gets words for the round's end.
-What the round does next is the engine's (rounds.py).
+What the round does next is the engine's (rounds/engine.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .a2a.outside.service import OutsideAgents, OutsideError
-from .a2a.reading import Outcome
-from .hub import Hub
-from .store import Store
+from ..a2a.outside.service import OutsideAgents, OutsideError
+from ..a2a.reading import Outcome
+from ..store.chats import Store
+from ..store.hub import Hub
 
 # What an outside agent's answer means for you when it is not the whole story. A task that
 # failed, was turned down, canceled, or asks for sign-in never gets here: OutsideAgents.ask

@@ -1,8 +1,8 @@
 """Your agents: the list kept in `<data_dir>/agents/agents.json`, and which model key is whose.
 
 Owns your agents as Conch sees them, their ids (a slug of the name, fixed at creation so chats
-and pairings that name an agent keep working after a rename; the name rules are names.py), and
-the link to each agent's model key (the file's shape is agents_file.py). Keys live only in the
+and pairings that name an agent keep working after a rename; the name rules are core/names.py), and
+the link to each agent's model key (the file's shape is agents/file.py). Keys live only in the
 sealed `models.secrets.json` (keyed by agent id), never in agents.json, `to_public()` or a repr.
 
 Two views of an agent: `to_public()` is for its owner (it includes the private instructions);
@@ -22,9 +22,8 @@ from typing import Any
 
 import pydantic
 
-from .agents_file import AgentsFile, StoredAgent, StoredProvider
-from .errors import ConchError
-from .files import (
+from ..core.errors import ConchError
+from ..core.files import (
     Stamp,
     StoreError,
     atomic_write_json,
@@ -33,9 +32,10 @@ from .files import (
     file_stamp,
     read_json,
 )
-from .names import first_clash, same_name, slug_of, trimmed_name
-from .providers.base import Price, ProviderConfig
-from .sealed import SealedFile
+from ..core.names import first_clash, same_name, slug_of, trimmed_name
+from ..core.sealed import SealedFile
+from ..providers.base import Price, ProviderConfig
+from .file import AgentsFile, StoredAgent, StoredProvider
 
 _CHANGEABLE = frozenset({"name", "persona", "instructions", "provider", "price", "api_key"})
 
@@ -312,7 +312,7 @@ class AgentStore:
 
     def _free_name(self, file: AgentsFile, name: object, keep: str | None) -> str:
         """`name` checked, or AgentError name_taken: no two of your agents read alike, and none
-        clashes with an outside agent (names.py)."""
+        clashes with an outside agent (core/names.py)."""
         name = check_name(name)
         for agent in file.agents:
             if agent.id != keep and same_name(agent.name, name):

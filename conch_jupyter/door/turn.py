@@ -5,7 +5,7 @@ words are someone else's; never with its private instructions, and with no tools
 profile. The answer itself is the one turn routine's (turn.py): streamed live to whoever follows
 the door's chat, kept if cut off, billed with payer = the pairing's id (an estimate when cut
 off), so the key's daily bound counts it. The caller's words are stored as an outside agent's,
-so they reach the model quoted as untrusted data (history.py). An answer has a time limit.
+so they reach the model quoted as untrusted data (rounds/history.py). An answer has a time limit.
 Whatever happens, the door task ends in a state, and the chat keeps what was said, with a note
 for its owner.
 """
@@ -16,14 +16,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
-from ...agents import Agent
-from ...deadlines import duration
-from ...history import HISTORY_MESSAGES, Said
-from ...hub import Hub
-from ...store import Conversation, DoorTask, Message, Store
-from ...store_writer import Pending
-from ...talk import clean_text
-from ...turn import Reply, TurnInput, Turns
+from ..agents.agent_store import Agent
+from ..core.deadlines import duration
+from ..core.text import clean_text
+from ..rounds.history import HISTORY_MESSAGES, Said
+from ..rounds.turn import Reply, TurnInput, Turns
+from ..store.chats import Conversation, DoorTask, Message, Store
+from ..store.hub import Hub
+from ..store.writer import Pending
 from .pairing import Pairing
 
 
@@ -139,7 +139,7 @@ class PeerTurn:
         if note is not None:
             noted = self.store.add_message(self.chat.id, "note", clean_text(note, 2_000))
         return self._stored(
-            noted, self.store.finish_door_task(self.task_id, state, reply=reply, words=words)
+            noted, self.store.door_tasks.finish(self.task_id, state, reply=reply, words=words)
         )
 
     async def _stored(

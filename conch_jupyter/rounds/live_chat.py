@@ -1,4 +1,4 @@
-"""What is live while Conch answers in a chat (service.py's RoundService drives it): the chat's
+"""What is live while Conch answers in a chat (driver.py's RoundService drives it): the chat's
 inbox, its round and the reply being made (LiveChat), the engine's step taken as a reply was
 stored (NextTurn), and who can be named meanwhile (Room). Nothing here is stored."""
 
@@ -8,9 +8,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .agents import Agent
-from .rounds import Decision, Round
-from .store import Message
+from ..agents.agent_store import Agent
+from ..store.chats import Message
+from .engine import Decision, Round
 from .turn import Reply
 
 

@@ -11,11 +11,11 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .agents import Agent
-from .providers.base import Usage
-from .rounds import Round
-from .store import Store, month_start
-from .store_writer import Pending
+from ..agents.agent_store import Agent
+from ..providers.base import Usage
+from ..store.chats import Store, month_start
+from ..store.writer import Pending
+from .engine import Round
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from .render import render_markdown
+from ..core.render import render_markdown
 
 Role = Literal["user", "agent", "outside", "note", "tool"]
 Mode = Literal["ask", "auto", "read"]

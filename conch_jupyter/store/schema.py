@@ -1,5 +1,5 @@
 """The chat store's schema, as migrations: migration n takes a database at user_version n to
-n + 1, inside one transaction (store.py runs them)."""
+n + 1, inside one transaction (store/chats.py runs them)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _to_v1(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
-# The door's tasks (a2a/door/peer.py): what a paired agent asked and how it ended, so GetTask and
+# The door's tasks (door/service.py): what a paired agent asked and how it ended, so GetTask and
 # ListTasks answer after the reply, scoped to the pairing and the agent it was sent to.
 _V2 = """
 CREATE TABLE door_tasks (

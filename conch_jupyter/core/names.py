@@ -5,7 +5,7 @@ are compared by, Unicode confusable skeletons, and the clash rule between your a
 outside agents. Pure functions; the only I/O is reading the confusables table beside it, once.
 
 Theory of operation:
-- A mention is "@" and a whole name, longest name first (mentions.py), so a name that equals
+- A mention is "@" and a whole name, longest name first (rounds/mentions.py), so a name that equals
   one of yours, starts with it ("Researcher please"), or is the start of it takes words meant
   for your agent. And two names that only look alike are the same name to a person reading the
   `@` list. So an outside agent's name may not *clash* with one of yours: equal, start with it
@@ -195,7 +195,7 @@ def clashes(ours: tuple[str, ...], outside: tuple[str, ...]) -> dict[str, str]:
     """Each outside agent's name that clashes with one of yours → that name of yours.
 
     Such names were kept before the rule, or written into a file by hand: a mention of one goes
-    to your agent (mentions.py). Kept for the next message while the names stay the same.
+    to your agent (rounds/mentions.py). Kept for the next message while the names stay the same.
     """
     found: dict[str, str] = {}
     for name in outside:

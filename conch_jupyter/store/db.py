@@ -1,5 +1,5 @@
 """The chat store's SQLite file itself: opening it, its errors in words, its schema version, and
-rows to and from the dataclasses in rows.py. store.py reads through these; store_writer.py writes.
+rows to and from the dataclasses in rows.py. chats.py reads through these; writer.py writes.
 
 One file, `conch.sqlite3` (0600), in WAL mode. The connection that writes has `synchronous=FULL`
 (a committed message or a spent dollar survives a crash or a power cut); the one that reads has
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .files import StoreError, ensure_private_dir
+from ..core.files import StoreError, ensure_private_dir
 from .rows import Conversation, DoorTask, Event, Message, Spend, encode_json
-from .store_schema import _MIGRATIONS, SCHEMA_VERSION
+from .schema import _MIGRATIONS, SCHEMA_VERSION
 
 _R = TypeVar("_R", Conversation, Message, Event, DoorTask)
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"

@@ -1,13 +1,13 @@
 """Who a message mentions: "@" and an agent's whole name, and whom an unclear mention goes to.
 
-Pure functions only (stdlib and names.py, no I/O), so the round engine and the driver share one
+Pure functions only (stdlib and core/names.py, no I/O), so the round engine and the driver share one
 set of rules and the tests can hammer them.
 
 Theory of operation:
 - A mention is "@" and an agent's whole name, longest name first, outside code and addresses
   (`mentions_in`).
 - Someone else's card must never decide where your words go (ADR 0112, first non-negotiable).
-  An outside agent may not take a name that clashes with one of yours (names.py), but a clash
+  An outside agent may not take a name that clashes with one of yours (core/names.py), but a clash
   can still be there (a name kept before that rule, a file edited by hand). A mention of such an
   outside agent goes to your agent instead, the chat is told, and nothing of that message is
   sent to any outside agent (`read_mentions`).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 
-from .names import clashes
+from ..core.names import clashes
 
 # A fence may sit in a quote or a list, so indentation and ">" are allowed before it: a missed
 # fence would let code hand the floor on, while an extra one only misses a mention.

@@ -2,9 +2,9 @@
 and the A2A door's tasks.
 
 Reads are plain calls, on the thread that opened the store (the Jupyter server's event loop), over
-a connection that only reads (store_db.py). Every change is awaited: it is queued when the method
+a connection that only reads (store/db.py). Every change is awaited: it is queued when the method
 is called (so changes are made in the order they were asked for, even when awaited together),
-made by the store's one writer thread (store_writer.py), committed with `synchronous=FULL` and so
+made by the store's one writer thread (store/writer.py), committed with `synchronous=FULL` and so
 durable when the await returns, and never blocks the event loop on the disk. Each change is all
 or nothing: a failure (a full disk, a damaged page) leaves what was stored before and surfaces as
 a StoreError in words.
@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .db import from_row, insert, open_reader, open_writer
+from .door_tasks import DoorTasks
+from .file import StoreFile
 from .rows import (
     Conversation,
     DoorTask,
@@ -36,10 +39,8 @@ from .rows import (
     month_start,
     row_id,
 )
-from .store_db import from_row, insert, open_reader, open_writer
-from .store_door import DoorTasks, Queued, _then
-from .store_schema import SCHEMA_VERSION
-from .store_writer import Pending, Writer
+from .schema import SCHEMA_VERSION
+from .writer import Pending, Queued, Writer, then
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -65,7 +66,7 @@ class NotFound(LookupError):
         super().__init__(self.message)
 
 
-class Store(DoorTasks):
+class Store(StoreFile):
     """The chat store over one SQLite file; see the module docstring.
 
     The clock is read and ids are made by the caller, before a change is queued, so what a change
@@ -81,6 +82,7 @@ class Store(DoorTasks):
         except BaseException:
             self._writer.close()
             raise
+        self.door_tasks = DoorTasks(self)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -127,12 +129,12 @@ class Store(DoorTasks):
         )
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
-        rows = self._select("SELECT * FROM conversations WHERE id = ?", (conversation_id,))
+        rows = self.select("SELECT * FROM conversations WHERE id = ?", (conversation_id,))
         return from_row(Conversation, rows[0]) if rows else None
 
     def list_conversations(self, origin: Origin = "user") -> list[Conversation]:
         """Newest first."""
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM conversations WHERE origin = ? ORDER BY created DESC, rowid DESC",
             (origin,),
         )
@@ -140,14 +142,14 @@ class Store(DoorTasks):
 
     def peer_chats(self, pairing_id: str) -> list[Conversation]:
         """The chats a pairing's door opened, newest first."""
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM conversations WHERE pairing_id = ? ORDER BY created DESC, rowid DESC",
             (pairing_id,),
         )
         return [from_row(Conversation, row) for row in rows]
 
     def find_peer_chat(self, pairing_id: str, context_key: str) -> Conversation | None:
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM conversations WHERE pairing_id = ? AND context_key = ?",
             (pairing_id, context_key),
         )
@@ -234,12 +236,12 @@ class Store(DoorTasks):
                 db.execute(sql, (agent, conversation_id))
             return insert(db, "messages", message)
 
-        return _then(self._writer.change(change), lambda seq: dataclasses.replace(message, seq=seq))
+        return then(self._writer.change(change), lambda seq: dataclasses.replace(message, seq=seq))
 
     def messages(self, conversation_id: str, limit: int | None = None) -> list[Message]:
         """Oldest first; with `limit`, only the last `limit` of them."""
         # LIMIT -1 is SQLite's "no limit".
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ?"
             " ORDER BY seq DESC LIMIT ?) ORDER BY seq",
             (conversation_id, -1 if limit is None else max(limit, 0)),
@@ -248,7 +250,7 @@ class Store(DoorTasks):
 
     def last_agent_message(self, conversation_id: str) -> Message | None:
         """The latest reply by one of your agents (role "agent")."""
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM messages WHERE conversation_id = ? AND role = 'agent'"
             " ORDER BY seq DESC LIMIT 1",
             (conversation_id,),
@@ -265,10 +267,10 @@ class Store(DoorTasks):
             _require(db, conversation_id)
             return insert(db, "events", event)
 
-        return _then(self._writer.change(change), lambda seq: dataclasses.replace(event, seq=seq))
+        return then(self._writer.change(change), lambda seq: dataclasses.replace(event, seq=seq))
 
     def events(self, conversation_id: str, after_seq: int = 0) -> list[Event]:
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
             (conversation_id, after_seq),
         )
@@ -301,10 +303,10 @@ class Store(DoorTasks):
             self._clock(),
             estimated,
         )
-        return _then(self._writer.change(lambda db: insert(db, "spend", spend)), lambda _: None)
+        return then(self._writer.change(lambda db: insert(db, "spend", spend)), lambda _: None)
 
     def spent(self, conversation_id: str) -> float:
-        rows = self._select(
+        rows = self.select(
             "SELECT COALESCE(SUM(usd), 0.0) AS usd FROM spend WHERE conversation_id = ?",
             (conversation_id,),
         )
@@ -312,7 +314,7 @@ class Store(DoorTasks):
 
     def spend_entries(self, conversation_id: str) -> list[Spend]:
         """A chat's ledger rows, oldest first."""
-        rows = self._select(
+        rows = self.select(
             "SELECT * FROM spend WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
         )
         return [Spend(**{**row, "estimated": bool(row["estimated"])}) for row in rows]
@@ -323,12 +325,12 @@ class Store(DoorTasks):
         args: tuple[Any, ...] = (since,)
         if payer is not None:
             sql, args = sql + " AND payer = ?", (since, payer)
-        return float(self._select(sql, args)[0]["usd"])
+        return float(self.select(sql, args)[0]["usd"])
 
     # -- outside contexts (an outside agent's contextId for one of our chats) ------------------
 
     def context_id(self, conversation_id: str, outside_id: str) -> str | None:
-        rows = self._select(
+        rows = self.select(
             "SELECT context_id FROM contexts WHERE conversation_id = ? AND outside_id = ?",
             (conversation_id, outside_id),
         )
