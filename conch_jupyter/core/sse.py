@@ -14,7 +14,7 @@ chunks; `iter_events` / `aiter_events` over a streamed httpx response.
 Why not httpx-sse (0.4.3, checked): it dispatches an event that has no data lines, lets `retry`
 take any int() ("-5", " 7", "1_0") and forgets it after one event, keeps a leading byte-order
 mark, and refuses a stream whose Content-Type is not text/event-stream (some OpenAI-compatible
-servers label theirs otherwise). Each of those is a case in tests/test_sse.py.
+servers label theirs otherwise). Each of those is a case in tests/unit/test_sse.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ divider, handover lines, outside answers, Conch's notes, a round card where each
 and each tool call's block under the reply it belongs to (tools.py).
 No I/O here: a settled message carries its Markdown drawn sealed by the server (core/render.py), and
 a reply still streaming is plain text. This is the kernel's mirror of the view's js/timeline.js
-(for the relay and the Python API); tests/test_view_js.py checks both draw the same items.
+(for the relay and the Python API); tests/unit/test_view_js.py checks both draw the same items.
 
 A round card's picture comes from the log alone: the faces are everyone named or heard in it, and
 each pass of the floor is a change of speaker between one reply and the next (round.asking marks

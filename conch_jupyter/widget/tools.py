@@ -1,7 +1,7 @@
 """Agents that work in the notebook, as the chat's items show them: a tool message as an item,
 tool items moved under the reply they belong to, and the words for what an agent is doing with
 a tool now ("Analyst is running code"). Pure; the kernel's mirror of the view's js/tools.js (for
-the relay and the Python API), checked against it by tests/test_view_js.py.
+the relay and the Python API), checked against it by tests/unit/test_view_js.py.
 """
 
 from __future__ import annotations
