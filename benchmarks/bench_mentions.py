@@ -1,6 +1,6 @@
 """How long `mentions_in` takes on a long message, next to two naive ways of finding mentions.
 
-A 16,000-character message (the per-message size the door takes, talk.QUOTE_LIMIT) and a room
+A 16,000-character message (the per-message size the door takes, prompts.QUOTE_LIMIT) and a room
 of 50 agents whose names share prefixes ("Research Lead", "Researcher", "Research-Bot"). The
 realistic text is prose with a handful of real mentions plus the things mentions_in must skip:
 inline code, a fenced block of decorators, URLs and e-mail addresses. The worst cases are dense
@@ -25,12 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from conch_jupyter.rounds import mentions
-from conch_jupyter.rounds import prompts as talk
+from conch_jupyter.rounds import prompts
 from conch_jupyter.rounds.mentions import mentions_in
 
 from ._machine import code_line, load_line, machine_line, summarize
 
-MESSAGE_CHARS = talk.QUOTE_LIMIT
+MESSAGE_CHARS = prompts.QUOTE_LIMIT
 
 NAMES = (
     "Researcher", "Research Lead", "Research-Bot", "Writer", "Writer Prose", "Writer2",

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 
@@ -47,7 +47,10 @@ DEFAULT_AGENTS = (
 
 
 class AgentError(ConchError):
-    """A request about agents that cannot be done; `message` is a sentence for a person."""
+    """A request about agents that cannot be done; `message` is a sentence for a person.
+    400, but 404 for `not_found` and 409 for `name_taken`."""
+
+    statuses: ClassVar[Mapping[str, int]] = {"not_found": 404, "name_taken": 409}
 
 
 def check_name(name: object) -> str:

@@ -23,17 +23,28 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from .errors import ConchError
+
 M = TypeVar("M", bound=pydantic.BaseModel)
 
 _LEAVE_IT = "fix or move it away — Conch will not overwrite it"
 
 
-class StoreError(Exception):
-    """Something stored could not be read or written. The message is words for a person."""
+class StoreError(ConchError):
+    """Something stored could not be read or written. The message is words for a person; the
+    API answers it 503 `storage` (asking again later may work, once the file is fixed)."""
 
-    def __init__(self, message: str, path: Path | str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    status = 503
+
+    def __init__(
+        self,
+        message: str,
+        path: Path | str | None = None,
+        *,
+        code: str = "storage",
+        logged: str | None = None,
+    ) -> None:
+        super().__init__(code, message, logged=logged)
         self.path = Path(path) if path is not None else None
 
 

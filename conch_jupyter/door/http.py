@@ -56,6 +56,7 @@ from ..a2a.door.params import TaskParams
 from ..a2a.door.rules import Denied, DoorGate
 from ..a2a.wire import VERSION_HEADER, ErrorCode, RequestId, rpc_error, rpc_result
 from ..agents.agent_store import Agent, AgentError, AgentStore
+from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..store.chats import Store
 from .address import caller_scheme, endpoint_url, socket_peer, trusts_forwarded
@@ -154,11 +155,11 @@ def header(headers: httputil.HTTPHeaders, name: str) -> str | None:
     return headers[name] if name in headers else None  # noqa: SIM401 (see above)
 
 
-class DoorError(Exception):
-    """A request turned away before any JSON-RPC: a status and words."""
+class DoorError(ConchError):
+    """A request turned away before any JSON-RPC: the gate's Denied (its status, code, words)."""
 
     def __init__(self, denied: Denied) -> None:
-        super().__init__(denied.words)
+        super().__init__(denied.code, denied.words, status=denied.status)
         self.denied = denied
 
 
@@ -174,6 +175,35 @@ _NOT_ALLOWED = Denied(405, "method_not_allowed", "Method Not Allowed.")
 _BAD_NAME = Denied(400, "bad_request", "The agent's name in the address is not valid UTF-8.")
 _STORAGE = Denied(503, "storage", "The door cannot read its pairings right now.")
 _INTERNAL = Denied(500, "internal", "Something went wrong inside Conch.")
+
+
+# --- how the door says no: its one mapping of errors to answers ------------------------------
+#
+# The door's callers are other people's programs: they hear the door's own errors (DoorError
+# before a call is read, Refusal after) in their words, and nothing else of Conch's words, which
+# are for the owner and may name files; those go to the server's log.
+
+
+def denied_for(error: BaseException, request: HTTPServerRequest) -> Denied:
+    """The HTTP answer to an error met before any JSON-RPC (admitting a request, finding the
+    agent, its card): the door's own as it is; a store or pairings file that cannot be read
+    503 `storage`; anything else 500 `internal`."""
+    if isinstance(error, DoorError):
+        return error.denied
+    if isinstance(error, StoreError | PairingError):
+        log.error("Conch door: %s", error)
+        return _STORAGE
+    log.error("Conch door: %s %s failed", request.method, request.path, exc_info=error)
+    return _INTERNAL
+
+
+def rpc_error_for(error: BaseException, request_id: RequestId, agent_id: str) -> Any:
+    """The JSON-RPC answer to an error met answering a call: a Refusal with its number and
+    words; anything else, never a 500 page for a caller, -32603 in words (details in the log)."""
+    if isinstance(error, Refusal):
+        return error.answer(request_id)
+    log.error("Conch door: answering a call to %s failed", agent_id, exc_info=error)
+    return rpc_error(request_id, ErrorCode.INTERNAL, "Something went wrong inside Conch.")
 
 
 @dataclass(frozen=True)
@@ -361,7 +391,7 @@ class DoorExchange(HTTPMessageDelegate):
         try:
             refused = self._admit()
         except Exception as error:
-            refused = self._refusal_for(error)
+            refused = denied_for(error, self.request)
         if refused is None:
             return None
         if refused.delay:
@@ -459,15 +489,6 @@ class DoorExchange(HTTPMessageDelegate):
         self.log.warning("Blocking Cross Origin request at the door. Origin: %s", origin)
         return False
 
-    def _refusal_for(self, error: Exception) -> Denied:
-        if isinstance(error, DoorError):
-            return error.denied
-        if isinstance(error, StoreError | PairingError):
-            log.error("Conch door: %s", error)
-            return _STORAGE
-        log.exception("Conch door: %s %s failed", self.request.method, self.request.path)
-        return _INTERNAL
-
     async def _refuse_later(self, refused: Denied) -> None:
         await asyncio.sleep(refused.delay)  # slower answers, as for sign-ins
         self._refuse(refused)
@@ -496,7 +517,7 @@ class DoorExchange(HTTPMessageDelegate):
             agent = self.scoped_agent()
             card = card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id))
         except Exception as error:
-            self._answer(self._refusal_for(error))
+            self._answer(denied_for(error, self.request))
             return
         self._send(200, card)
 
@@ -505,7 +526,7 @@ class DoorExchange(HTTPMessageDelegate):
         try:
             agent = self.scoped_agent()
         except Exception as error:
-            self._answer(self._refusal_for(error))
+            self._answer(denied_for(error, self.request))
             return
         peers = self.conch.peers
         try:
@@ -515,7 +536,7 @@ class DoorExchange(HTTPMessageDelegate):
                 header(self.request.headers, VERSION_HEADER),
             )
         except Refusal as refusal:
-            self._send_rpc(refusal.answer(None))
+            self._send_rpc(rpc_error_for(refusal, None, agent.id))
             return
 
         def endpoint() -> str:
@@ -525,7 +546,7 @@ class DoorExchange(HTTPMessageDelegate):
             try:
                 text = self._text_at_once(call, agent, endpoint)
             except Exception as error:
-                self._send_rpc(self._rpc_refusal(call, agent, error))
+                self._send_rpc(rpc_error_for(error, call.id, agent.id))
             else:
                 self._send(200, rpc_result_text(call.id, text))
             return
@@ -553,15 +574,8 @@ class DoorExchange(HTTPMessageDelegate):
             result = await self.conch.peers.answer(call, self.pairing, agent, endpoint)
             answer = rpc_result(call.id, result)
         except Exception as error:
-            answer = self._rpc_refusal(call, agent, error)
+            answer = rpc_error_for(error, call.id, agent.id)
         self._send_rpc(answer)
-
-    def _rpc_refusal(self, call: Call, agent: Agent, error: Exception) -> Any:
-        if isinstance(error, Refusal):
-            return error.answer(call.id)
-        # Never a 500 page for a caller: words, and the details in the owner's log.
-        log.error("Conch door: answering a call to %s failed", agent.id, exc_info=error)
-        return rpc_error(call.id, ErrorCode.INTERNAL, "Something went wrong inside Conch.")
 
     def _send_rpc(self, answer: Any) -> None:
         self._send(200, json.dumps(answer).encode())

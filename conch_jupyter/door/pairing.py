@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
 
@@ -31,7 +31,10 @@ AGENTS_MAX = 20
 
 
 class PairingError(ConchError):
-    """A pairing that cannot be made or found; `message` is a sentence for a person."""
+    """A pairing that cannot be made (400 `invalid`) or found (404 `not_found`); `message` is a
+    sentence for a person."""
+
+    statuses: ClassVar[Mapping[str, int]] = {"not_found": 404}
 
 
 def _scope(value: str) -> str:

@@ -95,11 +95,17 @@ _VARIABLES_EXPRESSION = (
 
 
 class NoKernel(Exception):
-    """The chat's notebook has no running kernel (or the chat has no notebook)."""
+    """The chat's notebook has no running kernel (or the chat has no notebook).
+
+    No ConchError: control flow between the kernel and the notebook tools, which answer the
+    agent's call in words ("this chat has no running kernel") and never let it out."""
 
 
 class KernelBusy(Exception):
-    """The user's own cell is still running: a read does not wait for it."""
+    """The user's own cell is still running: a read does not wait for it.
+
+    No ConchError: control flow between the kernel and the notebook tools, which answer the
+    agent's call in words (BUSY_WORDS) and never let it out."""
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,6 @@ class HttpProvider:
         except ProviderError as error:
             if key and key in error.words:  # a server echoing the key must not show it
                 error.words = error.words.replace(key, "***")
-                error.args = (error.words,)
             raise
         except httpx.TimeoutException as error:
             raise ProviderError(self._timeout_words(error)) from None
@@ -163,7 +162,7 @@ class HttpProvider:
         return ProviderError(
             words,
             passing=status in PASSING_STATUSES,
-            status=status,
+            provider_status=status,
             retry_after=_seconds(response.headers.get("retry-after")),
         )
 

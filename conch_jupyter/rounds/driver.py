@@ -26,7 +26,7 @@ from ..core.files import StoreError
 from ..core.names import clashes
 from ..notebook.rules import NOTEBOOK_TOOLS
 from ..notebook.service import NotebookTools
-from ..store.chats import Conversation, Message, Store
+from ..store.chats import Conversation, Message, NotFound, Store
 from ..store.hub import Hub
 from .engine import (
     ROUND_END_WORDS,
@@ -58,8 +58,9 @@ from .turn import Reply, TurnInput, Turns
 log = logging.getLogger(__name__)
 
 
-class ChatNotFound(LookupError):
-    pass
+class ChatNotFound(NotFound):
+    """No chat with that id among those the caller may use (a door chat is not yours to post
+    in): 404 `not_found`, as the store's NotFound."""
 
 
 class RoundService:

@@ -99,7 +99,11 @@ def end_words(speakers: Sequence[str], replies: int, reason: EndReason) -> str:
 
 
 class RoundError(Exception):
-    """An event that the round cannot take in its current phase."""
+    """An event that the round cannot take in its current phase.
+
+    No ConchError: it says the driver has a bug (an event fed at the wrong time), never anything
+    a person or a program asked for, so it has no words for anyone; if one escapes, it is a
+    crash, logged with its traceback and answered 500 `internal`."""
 
 
 # --- what comes in -------------------------------------------------------------------------

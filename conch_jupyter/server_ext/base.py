@@ -18,12 +18,7 @@ from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
-from ..agents.agent_store import AgentError
 from ..core.errors import ConchError
-from ..core.files import StoreError
-from ..rounds.driver import ChatNotFound
-from ..store.chats import NotFound
-from ..store.writer import StoreClosed
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -32,8 +27,7 @@ MAX_BODY_BYTES = 1_000_000
 KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
 KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
 
-AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
-ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
+INTERNAL_WORDS = "Something went wrong inside Conch; see the server log."
 
 
 def services_of(handler: web.RequestHandler) -> ConchServices:
@@ -48,7 +42,9 @@ def error_code(status: int) -> str:
 
 
 class ApiError(web.HTTPError, ConchError):
-    """An error the API answers in words: {"error": {"code", "message"}}."""
+    """An error only the HTTP side knows of (the request itself: its key, its size, its body),
+    answered in words: {"error": {"code", "message"}} with `status`. A service's own errors are
+    ConchErrors that carry their status themselves; handlers let them through."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(status, log_message=message.replace("%", "%%"))
@@ -56,6 +52,7 @@ class ApiError(web.HTTPError, ConchError):
         # stay empty (tornado's __init__ does not call on up the chain either).
         self.code = code
         self.message = message
+        self.status = status
 
 
 # What the kernel key may always do: read.
@@ -114,31 +111,25 @@ class ConchHandler(APIHandler):
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # Errors we answer in words are not crashes: one line, no traceback (a full disk
-        # would otherwise fill the log with the same trace on every request).
-        if isinstance(value, ANSWERED_IN_WORDS):
+        # would otherwise fill the log with the same trace on every request). An ApiError is
+        # tornado's HTTPError, which tornado logs in one line itself.
+        if isinstance(value, ConchError) and not isinstance(value, web.HTTPError):
             self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
         else:
             super().log_exception(typ, value, tb)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """The API's one way of answering an error: a ConchError (whoever raised it) with its
+        own status, code and words; tornado's own HTTPError with its status in words; anything
+        else, a crash, as 500 `internal` (the details in the log only)."""
         error = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(error, ApiError):
-            code, message = error.code, error.message
-        elif isinstance(error, ChatNotFound | NotFound):
-            status_code, code, message = 404, "not_found", "There is no such chat."
-        elif isinstance(error, AgentError):
-            status_code = AGENT_ERROR_STATUS.get(error.code, 400)
-            code, message = error.code, error.message
-        elif isinstance(error, StoreClosed):
-            status_code, code = 503, "shutting_down"
-            message = "Conch has stopped: the Jupyter server is shutting down."
-        elif isinstance(error, StoreError):
-            status_code, code, message = 503, "storage", str(error)
+        if isinstance(error, ConchError):
+            status_code, code, message = error.status, error.code, error.message
         elif isinstance(error, web.HTTPError):
             code = error_code(status_code)
             message = error.log_message or HTTPStatus(status_code).phrase
         else:
-            code, message = "internal", "Something went wrong inside Conch; see the server log."
+            code, message = "internal", INTERNAL_WORDS
         self.set_status(status_code)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"error": {"code": code, "message": message}}))

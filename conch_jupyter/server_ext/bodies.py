@@ -1,7 +1,7 @@
 """The request bodies the REST API accepts, validated at the edge (unknown fields refused).
 
 Text that people read (a message, a name, a persona, instructions, a title, a label) is cleaned as
-it enters (`Text`: talk.clean_text, after the length is checked): no control, invisible or
+it enters (`Text`: core.text.clean_text, after the length is checked): no control, invisible or
 reordering characters reach the store or a model. A body holding a lone surrogate is not read at
 all (pydantic's JSON parser refuses it, and `_words` in base.py says so).
 """

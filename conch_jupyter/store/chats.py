@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ConchError
 from .db import from_row, insert, open_reader, open_writer
 from .door_tasks import DoorTasks
 from .file import StoreFile
@@ -58,12 +59,19 @@ __all__ = [
 ]
 
 
-class NotFound(LookupError):
-    """No chat with that id (it may have been deleted). `message` is words for a person."""
+class NotFound(ConchError, LookupError):
+    """No chat with that id (it may have been deleted): 404 `not_found`. The words do not echo
+    the id back; the log (`str()`) names it."""
+
+    status = 404
 
     def __init__(self, conversation_id: str) -> None:
-        self.message = f"There is no chat with the id “{conversation_id}”."
-        super().__init__(self.message)
+        super().__init__(
+            "not_found",
+            "There is no such chat.",
+            logged=f"There is no chat with the id “{conversation_id}”.",
+        )
+        self.conversation_id = conversation_id
 
 
 class Store(StoreFile):

@@ -45,7 +45,7 @@ class guard:
     ) -> None:
         path = self.path
         if isinstance(error, UnicodeEncodeError):
-            # The last line of defence: text is cleaned where it enters (talk.clean_text), and
+            # The last line of defence: text is cleaned where it enters (core.text.clean_text), and
             # text that UTF-8 cannot hold (a lone surrogate) that got past that never reaches
             # the file; the change is refused in words, and the writer goes on.
             raise StoreError(

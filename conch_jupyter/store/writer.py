@@ -56,19 +56,28 @@ class _Job(Generic[_T]):
 
 
 class StoreClosed(StoreError):
-    """The store was closed (the server is shutting down): asked of it after, it says so."""
+    """The store was closed (the server is shutting down): asked of it after, it says so (503
+    `shutting_down`; the log names the file)."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(f"The chat store {path} is closed: the server is shutting down.", path)
+        super().__init__(
+            "Conch has stopped: the Jupyter server is shutting down.",
+            path,
+            code="shutting_down",
+            logged=f"The chat store {path} is closed: the server is shutting down.",
+        )
 
 
 class _BatchBroken(Exception):
-    """SQLite rolled the whole transaction back under a change (a full disk does that)."""
+    """SQLite rolled the whole transaction back under a change (a full disk does that).
+
+    No ConchError: control flow inside the writer, which catches it, makes the batch's changes
+    again one by one, and hands each caller its own change's error (a StoreError in words)."""
 
 
 class Writer:
     """The thread that owns the writing connection. Start it with a connection opened (and
-    migrated) by store_db.open_writer; `close()` makes what is queued, then stops it."""
+    migrated) by db.open_writer; `close()` makes what is queued, then stops it."""
 
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.path = path

@@ -152,7 +152,7 @@ def test_the_door_reads_any_body_into_a_call_or_a_refusal(
 ) -> None:
     call = attempt(Refusal, read_call, body, content_type, version)
     if isinstance(call, Refusal):
-        assert -32700 <= call.code <= -32000
+        assert -32700 <= call.rpc_code <= -32000
         assert call.words
     else:
         assert isinstance(call, Call)

@@ -619,7 +619,7 @@ def test_message_words() -> None:
     for params, version, code in cases:
         with pytest.raises(Refusal) as refused:
             message_words(params, version)  # type: ignore[arg-type]
-        assert refused.value.code == code
+        assert refused.value.rpc_code == code
 
 
 # --- tasks and the card on the wire -----------------------------------------------------------

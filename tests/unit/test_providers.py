@@ -151,7 +151,7 @@ def test_500_twice_gives_up_after_one_retry(models: ScriptedModels) -> None:
     models.script(Reply(status=500), Reply(status=500), Reply(text="never sent"))
     out = answer(openai(models))
     assert out.error is not None
-    assert out.error.status == 500
+    assert out.error.provider_status == 500
     assert out.error.words.startswith("The openai provider is having trouble right now (500).")
     assert (out.text, out.waits, len(models.requests)) == ("", [0.25], 2)
 
@@ -329,7 +329,7 @@ def test_anthropic_529_twice_gives_up(models: ScriptedModels) -> None:
     models.script(Reply(text="x", stream_error="overloaded_error"), Reply(status=529))
     out = answer(anthropic(models))
     assert out.error is not None
-    assert (out.error.status, out.error.passing, len(models.requests)) == (529, True, 2)
+    assert (out.error.provider_status, out.error.passing, len(models.requests)) == (529, True, 2)
 
 
 def test_anthropic_error_after_text_is_not_retried(models: ScriptedModels) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
 
@@ -33,7 +34,21 @@ class OutsideError(ConchError):
     `answered` marks an agent that did answer, but with no words to show (its task failed, it
     turned the request down, it wants a sign-in): unlike one that never answered, that is news
     the round can go on after.
+
+    An agent whose card cannot be read or used is 422; a paste or a name that is not one, and an
+    address the guard refuses, 400 (asking again will not help); an unknown id 404; an agent
+    added twice, or a name that clashes, 409.
     """
+
+    status = 422
+    statuses: ClassVar[Mapping[str, int]] = {
+        "not_found": 404,
+        "exists": 409,
+        "name_taken": 409,
+        "invalid_paste": 400,
+        "invalid_name": 400,
+        "refused": 400,
+    }
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
         super().__init__(code, message)
