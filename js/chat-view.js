@@ -28,11 +28,7 @@ import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike
- * @typedef {{
- *   get(name: string): any, set(name: string, value: any): void, save_changes(): void,
- *   on(event: string, callback: (...args: any[]) => void): void,
- *   off(event?: string, callback?: (...args: any[]) => void): void, send(content: any): void,
- * }} Model
+ * @typedef {import("@anywidget/types").AnyModel} Model the widget's model, as anywidget gives it
  * @typedef {{
  *   state: {get(name: string): any, on(e: string, cb: () => void): void, off(e: string, cb: () => void): void},
  *   send(text: string): void, stop(): void, close(): void,
