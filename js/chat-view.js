@@ -23,8 +23,8 @@ import { reconcile } from "./reconcile.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
-import { stuckOf } from "./tools.js";
 import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
+import { stuckOf } from "./tools.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike

@@ -260,7 +260,7 @@ function cardItem(card, state, latestOpen) {
   const rnd = latestOpen ? state.round : null;
   const live = latestOpen && (rnd !== null || state.busy);
   const path = [...card.speakers];
-  const floorId = rnd && rnd.speaker ? String(rnd.speaker) : null;
+  const floorId = rnd?.speaker ? String(rnd.speaker) : null;
   if (floorId && path[path.length - 1] !== floorId) path.push(floorId);
   const order = [...new Set([...card.named, ...path])];
   const outside = new Set([...card.outside, ...order.filter((a) => names.outside.has(a))]);
