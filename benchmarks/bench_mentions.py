@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from conch_jupyter.rounds import mentions
-from conch_jupyter.rounds import prompts
+from conch_jupyter.rounds import mentions, prompts
 from conch_jupyter.rounds.mentions import mentions_in
 
 from ._machine import code_line, load_line, machine_line, summarize

@@ -23,16 +23,12 @@ import { reconcile } from "./reconcile.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
-import { stuckOf } from "./tools.js";
 import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
+import { stuckOf } from "./tools.js";
 
 /**
  * @typedef {import("./store.js").Store} StateLike
- * @typedef {{
- *   get(name: string): any, set(name: string, value: any): void, save_changes(): void,
- *   on(event: string, callback: (...args: any[]) => void): void,
- *   off(event?: string, callback?: (...args: any[]) => void): void, send(content: any): void,
- * }} Model
+ * @typedef {import("@anywidget/types").AnyModel} Model the widget's model, as anywidget gives it
  * @typedef {{
  *   state: {get(name: string): any, on(e: string, cb: () => void): void, off(e: string, cb: () => void): void},
  *   send(text: string): void, stop(): void, close(): void,

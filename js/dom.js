@@ -36,7 +36,8 @@ export function h(tag, props = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") el.className = value;
     else if (key === "text") el.textContent = value;
-    else if (key === "html") el.innerHTML = value; // sealed HTML from core/render.py only
+    // sealed HTML from core/render.py only
+    else if (key === "html") el.innerHTML = value;
     else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }

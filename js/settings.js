@@ -25,7 +25,6 @@ import { outsideSection } from "./settings-outside.js";
  * }} SettingsSource
  */
 
-
 const SECTIONS = [
   ["agents", "Your agents"],
   ["outside", "Outside agents"],
@@ -159,7 +158,10 @@ export function settingsView(source, el) {
   // Outside agents (settings-outside.js).
   const outside = outsideSection(source, lists.outside);
   panels.outside.append(
-    h("p", { class: "conch-muted", text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words." }),
+    h("p", {
+      class: "conch-muted",
+      text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words.",
+    }),
     notes.outside,
     problems.outside,
     lists.outside,
@@ -174,11 +176,14 @@ export function settingsView(source, el) {
   const said = h("div", { class: "conch-said", hidden: true });
   const pairForm = h(
     "form",
-    { class: "conch-form", onsubmit: (/** @type {Event} */ e) => {
-      e.preventDefault();
-      const agents = [...choices.querySelectorAll("input:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
-      source.act({ type: "pairing.add", agents, remote: remote.checked });
-    } },
+    {
+      class: "conch-form",
+      onsubmit: (/** @type {Event} */ e) => {
+        e.preventDefault();
+        const agents = [...choices.querySelectorAll("input:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
+        source.act({ type: "pairing.add", agents, remote: remote.checked });
+      },
+    },
     h("h4", { class: "conch-form-title", text: "Pair an agent" }),
     choices,
     h("label", { class: "conch-check" }, remote, h("span", { text: "It runs on another computer (this turns on “From your own address” for other apps)" })),
@@ -232,9 +237,7 @@ export function settingsView(source, el) {
       ),
     );
     choices.replaceChildren(
-      ...agents.map((agent) =>
-        h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name })),
-      ),
+      ...agents.map((agent) => h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name }))),
     );
   }
 
@@ -261,7 +264,12 @@ export function settingsView(source, el) {
           h(
             "div",
             { class: "conch-row-actions" },
-            h("button", { type: "button", class: "conch-button conch-quiet conch-reads", text: "What it said", onclick: () => source.act({ type: "pairing.said", id: pairing.id }) }),
+            h("button", {
+              type: "button",
+              class: "conch-button conch-quiet conch-reads",
+              text: "What it said",
+              onclick: () => source.act({ type: "pairing.said", id: pairing.id }),
+            }),
             confirmButton("Remove", "Remove: it can no longer reach you", () => source.act({ type: "pairing.remove", id: pairing.id })),
           ),
         ),
@@ -313,7 +321,15 @@ export function settingsView(source, el) {
         "div",
         { class: "conch-actions" },
         copy,
-        h("button", { type: "button", class: "conch-button conch-quiet", text: "Done", onclick: () => { once.hidden = true; once.replaceChildren(); } }),
+        h("button", {
+          type: "button",
+          class: "conch-button conch-quiet",
+          text: "Done",
+          onclick: () => {
+            once.hidden = true;
+            once.replaceChildren();
+          },
+        }),
       ),
     );
     once.hidden = false;
@@ -367,4 +383,3 @@ export function settingsView(source, el) {
     root.remove();
   };
 }
-

@@ -237,7 +237,8 @@ function messageItem(message, names, userLabel) {
     return { kind: Object.keys(place).length ? "handover" : "note", id, text: String(message.text || "") };
   }
   const html = String(message.html || "");
-  if (message.role === "user") return message.via ? { kind: "user", id, who: userLabel, html, via: String(message.via) } : { kind: "user", id, who: userLabel, html };
+  if (message.role === "user")
+    return message.via ? { kind: "user", id, who: userLabel, html, via: String(message.via) } : { kind: "user", id, who: userLabel, html };
   const agent = String(message.agent || "");
   if (message.role === "tool") return toolItem(message, names.name(agent));
   const item = { id, agent, name: names.name(agent), html };
@@ -259,7 +260,7 @@ function cardItem(card, state, latestOpen) {
   const rnd = latestOpen ? state.round : null;
   const live = latestOpen && (rnd !== null || state.busy);
   const path = [...card.speakers];
-  const floorId = rnd && rnd.speaker ? String(rnd.speaker) : null;
+  const floorId = rnd?.speaker ? String(rnd.speaker) : null;
   if (floorId && path[path.length - 1] !== floorId) path.push(floorId);
   const order = [...new Set([...card.named, ...path])];
   const outside = new Set([...card.outside, ...order.filter((a) => names.outside.has(a))]);
@@ -280,7 +281,7 @@ function cardItem(card, state, latestOpen) {
   }
   const item = { kind: "round", id: card.id, faces, passes };
   if (live) {
-    const floor = floorId !== null ? at.get(floorId) ?? null : null;
+    const floor = floorId !== null ? (at.get(floorId) ?? null) : null;
     let line;
     let announce;
     if (floor !== null && rnd) {
@@ -300,7 +301,7 @@ function cardItem(card, state, latestOpen) {
   const spoken = card.speakers.map((a) => names.name(a));
   // The server's words, or (a round the server forgot when it restarted) words of our own.
   const words = card.end?.words || foldedWords(spoken, card.end ? Number(card.end.turns || 0) : spoken.length);
-  const last = path.length ? at.get(path[path.length - 1]) ?? null : null;
+  const last = path.length ? (at.get(path[path.length - 1]) ?? null) : null;
   return { ...item, state: "folded", floor: last, line: words, announce: words, picture };
 }
 

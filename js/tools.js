@@ -194,7 +194,7 @@ export function underReplies(items) {
   /** @type {Item[]} */
   const out = [];
   /** @type {Item[]} */
-  let held = [];
+  const held = [];
   for (const item of items) {
     if (item.kind === "tool") {
       if (held.length && held[0].agent !== item.agent) out.push(...held.splice(0));

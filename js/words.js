@@ -24,6 +24,6 @@ export function foldedWords(speakers, replies) {
 /** Two letters for a face: "Data Bot" → "DB", "Writer" → "W". @param {string} name */
 export function initials(name) {
   const words = name.replace(/[-_]/g, " ").split(/\s+/).filter(Boolean);
-  const letters = words.length > 1 ? words.slice(0, 2).map((w) => w[0]).join("") : name.slice(0, 1);
+  const letters = words.length > 1 ? words[0][0] + words[1][0] : name.slice(0, 1);
   return letters.toUpperCase() || "?";
 }

@@ -6,7 +6,10 @@ import { ChatState, buildItems, liveItem } from "../timeline.js";
 import { foldedWords, initials } from "../words.js";
 
 const roster = {
-  agents: [{ id: "researcher", name: "Researcher" }, { id: "writer", name: "Writer" }],
+  agents: [
+    { id: "researcher", name: "Researcher" },
+    { id: "writer", name: "Writer" },
+  ],
   outside: [{ id: "helper", name: "Helper" }],
 };
 
@@ -17,8 +20,7 @@ function chat() {
   let seq = 0;
   return {
     state,
-    message: (id, role, text, more = {}) =>
-      state.take({ type: "message", message: { id, role, text, html: `<p>${text}</p>`, created: ++t, ...more } }),
+    message: (id, role, text, more = {}) => state.take({ type: "message", message: { id, role, text, html: `<p>${text}</p>`, created: ++t, ...more } }),
     event: (type, data = {}) => state.take({ type: "event", event: { seq: ++seq, type, created: ++t, ...data } }),
     round: (round) => state.take({ type: "round", round }),
   };
@@ -45,17 +47,28 @@ test("a live round: the card where it began, the floor, the count, the streaming
   assert.equal(c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "A **plan" }), "live");
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "** for" });
   const items = buildItems(c.state);
-  assert.deepEqual(items.map((i) => i.kind), ["user", "round", "handover", "agent", "handover"]);
+  assert.deepEqual(
+    items.map((i) => i.kind),
+    ["user", "round", "handover", "agent", "handover"],
+  );
   const card = items[1];
   assert.equal(card.state, "live");
-  assert.deepEqual(card.faces.map((f) => f.name), ["Researcher", "Writer"]);
+  assert.deepEqual(
+    card.faces.map((f) => f.name),
+    ["Researcher", "Writer"],
+  );
   assert.deepEqual(card.passes, [[0, 1]]);
   assert.equal(card.floor, 1);
   assert.equal(card.line, "Writer is answering · 2 of 8 replies");
   assert.equal(items[3].html, "<p>Options</p>");
   assert.deepEqual(liveItem(c.state), {
-    kind: "agent", id: "w1", agent: "writer", name: "Writer",
-    place: "turn 2 · handed over by Researcher", text: "A **plan** for", streaming: true,
+    kind: "agent",
+    id: "w1",
+    agent: "writer",
+    name: "Writer",
+    place: "turn 2 · handed over by Researcher",
+    text: "A **plan** for",
+    streaming: true,
   });
 });
 
@@ -81,18 +94,25 @@ test("a snapshot after a dropped stream replaces everything: nothing lost, nothi
   c.message("u1", "user", "hi");
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "Hel" });
   const again = {
-    title: "work/demo.ipynb", roster,
+    title: "work/demo.ipynb",
+    roster,
     messages: [{ id: "u1", role: "user", text: "hi", html: "<p>hi</p>", created: 1 }],
     events: [],
     streaming: [{ reply: "w1", agent: "writer", text: "Hello, wor" }],
   };
   c.state.take({ type: "snapshot", conversation: again });
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "ld" });
-  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1"]);
+  assert.deepEqual(
+    buildItems(c.state).map((i) => i.id),
+    ["u1"],
+  );
   assert.equal(liveItem(c.state)?.text, "Hello, world");
   c.message("w1", "agent", "Hello, world", { agent: "writer", name: "Writer" });
   assert.equal(liveItem(c.state), null);
-  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1", "w1"]);
+  assert.deepEqual(
+    buildItems(c.state).map((i) => i.id),
+    ["u1", "w1"],
+  );
 });
 
 test("a round the server forgot (it restarted) folds once quiet, in words of the view's own", () => {

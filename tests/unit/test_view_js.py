@@ -2,7 +2,8 @@
 
 The pure parts of js/ (arc geometry, the @ picker, keyed reconciling, the event-stream reader,
 the timeline and the folded line's words) have unit tests run with Node's own test runner; the
-JSDoc types are checked with `tsc --noEmit` (checkJs, strict). And the view's timeline
+JSDoc types are checked with `tsc --noEmit` (checkJs, strict), their format and lint by Biome
+(`npm run lint`). And the view's timeline
 (js/timeline.js) and the kernel's mirror of it (conch_jupyter/widget/timeline.py, for the relay
 and the Python API) must draw the same items from one event stream.
 """
@@ -50,6 +51,23 @@ def test_the_views_jsdoc_types_check() -> None:
     ensure_node_modules()
     ran = _run(_node(), "node_modules/typescript/bin/tsc", "--noEmit", "-p", "jsconfig.json")
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-2000:]
+
+
+def test_the_view_is_formatted_and_lint_clean() -> None:
+    """`npm run lint`: Biome's check (format, lint, import order) over js/, as biome.jsonc sets it.
+
+    A format problem is fixed with `npx biome format --write js`, most lint findings with
+    `npx biome check --write js`.
+    """
+    from hatch_build import ensure_node_modules
+
+    _node()
+    ensure_node_modules()
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is needed to run the view's lint (npm run lint)")
+    ran = _run(npm, "run", "--silent", "lint")
+    assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-6000:]
 
 
 # One stream, as the server sends it: a round with a handover, an outside answer, a reply
