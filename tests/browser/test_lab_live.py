@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import (
+from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
     chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
     need_chromium,
     screenshot_path,
 )

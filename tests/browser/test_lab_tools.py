@@ -16,8 +16,10 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
-from ..support.browser import (
+from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
     chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
     need_chromium,
     screenshot_path,
 )

