@@ -169,7 +169,8 @@ export function approvals(actions, announce, refocus) {
 export function stuckBlock(actions, announce, refocus) {
   const head = `conch-stuck-${uid()}`;
   const words = h("div", { class: "conch-stuck-words", id: head });
-  const said = h("span", { class: "conch-stuck-said", role: "status" });
+  // A status region only while the block shows: a hidden one would still be the chat's first.
+  const said = h("span", { class: "conch-stuck-said" });
   let pending = false;
   /** @type {string | null} */
   let shownFor = null;
@@ -203,9 +204,11 @@ export function stuckBlock(actions, announce, refocus) {
       el.hidden = true;
       shownFor = null;
       said.textContent = "";
+      said.removeAttribute("role");
       return;
     }
     el.hidden = false;
+    said.setAttribute("role", "status");
     el.dataset.call = stuck.call_id;
     if (words.textContent !== stuck.words) words.textContent = stuck.words;
     if (shownFor !== stuck.call_id) {
