@@ -12,7 +12,7 @@ import { ChatState, buildItems } from "./timeline.js";
 
 /**
  * @typedef {import("./settings.js").SettingsSource} SettingsSource
- * @typedef {import("./chat-view.js").Model} Model
+ * @typedef {import("./chat-source.js").Model} Model
  */
 
 export const UNAVAILABLE = {

@@ -9,12 +9,13 @@
  * gone; elsewhere it falls back to relaying through the kernel.
  */
 
-import { chatView, directChat, relayedChat } from "./chat-view.js";
+import { directChat, relayedChat } from "./chat-source.js";
+import { chatView } from "./chat-view.js";
 import { ServerApi, pageServer } from "./server.js";
 import { settingsView } from "./settings.js";
 import { directSettings, relayedSettings } from "./settings-source.js";
 
-/** @typedef {import("./chat-view.js").Model} Model */
+/** @typedef {import("./chat-source.js").Model} Model */
 
 /**
  * The page's server, if it runs Conch and knows this chat (a server without Conch, or another
