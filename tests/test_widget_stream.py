@@ -52,7 +52,7 @@ def test_a_new_snapshot_replaces_everything_and_unknown_items_are_not_kept() -> 
     chat.take(message("m1"))
     chat.take({"type": "event", "event": {"seq": 1, "type": "round.started"}})
     chat.take({"type": "round", "round": {"speaker": "w", "replies": 0, "limit": 8}})
-    assert (len(chat.messages), chat.round) == (1, chat.items[-1]["round"])
+    assert (len(chat.messages), chat.events, chat.round) == (1, {1}, chat.items[-1]["round"])
     assert chat.take({"type": "keepalive"}) == ""
     again = snapshot(
         messages=[{"id": "m1"}, {"id": "m2", "agent": "gone", "name": "Old Name"}],
@@ -61,7 +61,7 @@ def test_a_new_snapshot_replaces_everything_and_unknown_items_are_not_kept() -> 
     )
     chat.take(again)
     assert chat.items == [again]
-    assert (list(chat.messages), chat.round) == (["m1", "m2"], None)
+    assert (list(chat.messages), chat.events, chat.round) == (["m1", "m2"], {1, 2}, None)
     assert chat.streaming == {"r3": "w"}
     # Who is who, for the notice: your agent first, then an outside one, then what was heard.
     assert [chat.name(a) for a in ("w", "h", "gone", "ghost")] == [

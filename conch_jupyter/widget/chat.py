@@ -109,9 +109,12 @@ class ChatWidget(KernelWidget):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
             await asyncio.sleep(0.2)
-        # Give the live stream a moment to bring the last items here too.
+        # Give the live stream a moment to bring the last items here too (a round's end comes
+        # after its last message: the relayed view folds its card only once it is here).
+        stored = len(chat["messages"]), len(chat.get("events", []))
         for _ in range(50):
-            if len(self._chat.messages) >= len(chat["messages"]) and not self._chat.streaming:
+            here = len(self._chat.messages), len(self._chat.events)
+            if all(h >= s for h, s in zip(here, stored, strict=True)) and not self._chat.streaming:
                 return
             await asyncio.sleep(0.05)
 

@@ -5,9 +5,9 @@ The timeline is built once, in the view (js/timeline.js): here nothing is drawn.
 what the relayed view takes: the latest snapshot, then every item since, in order, a run of one
 reply's chunks joined into one delta (taking "ab" is taking "a" then "b"). A new snapshot
 replaces them all, so the list is never longer than what happened since the kernel followed.
-The facts: the chat's messages (`settled` waits until the stream has brought them all), the
-replies still streaming, the live round (who has the floor), and who is who (the notice says
-whose reply a message waits for).
+The facts: the chat's messages and which events came (`settled` waits until the stream has
+brought all the server has, a round's end too), the replies still streaming, the live round
+(who has the floor), and who is who (the notice says whose reply a message waits for).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class ChatStream:
 
     items: list[Item] = field(default_factory=list)
     messages: dict[str, Item] = field(default_factory=dict)
+    events: set[int] = field(default_factory=set)  # the seq of each event that came
     streaming: dict[str, str] = field(default_factory=dict)  # reply id -> agent id
     round: Item | None = None
     names: dict[str, str] = field(default_factory=dict)  # the roster's, by id
@@ -44,6 +45,7 @@ class ChatStream:
             self.messages = {}
             for message in chat.get("messages", []):
                 self._message(message)
+            self.events = {int(e["seq"]) for e in chat.get("events", [])}
             replies = chat.get("streaming", [])
             self.streaming = {str(r["reply"]): str(r.get("agent")) for r in replies}
             self.round = chat.get("round")
@@ -69,6 +71,8 @@ class ChatStream:
             message = item["message"]
             self._message(message)
             self.streaming.pop(str(message["id"]), None)
+        elif kind == "event":
+            self.events.add(int(item["event"]["seq"]))
         elif kind == "round":
             self.round = item.get("round")
         return "items"
