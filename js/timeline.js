@@ -229,6 +229,16 @@ export function buildItems(state, { userLabel = "You" } = {}) {
   return underReplies(items);
 }
 
+/**
+ * A chat read once (a snapshot: GET conversations/{id}), as items: "What it said" in Settings.
+ * @param {Item} conversation @param {{userLabel?: string}} [options] @returns {Item[]}
+ */
+export function itemsOf(conversation, options) {
+  const state = new ChatState();
+  state.take({ type: "snapshot", conversation });
+  return buildItems(state, options);
+}
+
 /** @param {Item} message @param {Names} names @param {string} userLabel @returns {Item} */
 function messageItem(message, names, userLabel) {
   const id = String(message.id);

@@ -865,11 +865,16 @@ def test_settings_pairing_shows_the_key_once_with_copy(page: Page) -> None:
     assert "conch_k_secret" not in page.evaluate("JSON.stringify(window.model.state)")
     panel.get_by_role("button", name="What it said").click()
     assert sent(page)[-1] == {"type": "pairing.said", "id": "p1"}
-    said_chat = [
-        {"kind": "user", "id": "u1", "who": "The other agent", "html": "<p>Hi Writer</p>"},
-        {"kind": "agent", "id": "a1", "agent": "writer", "name": "Writer", "html": "<p>Hello</p>"},
-    ]
-    update(page, {"said": {"pairing": "p1", "chats": [{"id": "c1", "items": said_chat}]}})
+    said_chat = {  # the chat as the server sends it: the view draws it
+        "title": "Door chat",
+        "messages": [
+            {"id": "u1", "role": "user", "text": "Hi", "html": "<p>Hi Writer</p>", "created": 1},
+            {"id": "a1", "role": "agent", "agent": "writer", "html": "<p>Hello</p>", "created": 2},
+        ],
+        "events": [],
+        "roster": {"agents": [{"id": "writer", "name": "Writer"}], "outside": []},
+    }
+    update(page, {"said": {"pairing": "p1", "chats": [{"id": "c1", "conversation": said_chat}]}})
     expect(panel.locator(".conch-said .conch-who")).to_have_text(["The other agent", "Writer"])
     expect(panel.locator(".conch-said")).not_to_contain_text("null")
     page.get_by_role("tab", name="Your agents").click()
