@@ -13,8 +13,8 @@
  * marks an outside agent's turn). While the round runs, the live round state adds whoever has
  * the floor. The card's words say what its picture shows.
  *
- * The kernel-side mirror of this file is conch_jupyter/widget/timeline.py (the relay fallback
- * and the Python API); tests/test_view_js.py checks both draw the same items from one stream.
+ * The timeline is built here only: where the view draws through the kernel (the relay), the
+ * kernel passes the stream's raw items on and chat-source.js feeds them in here all the same.
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
