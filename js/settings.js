@@ -14,6 +14,7 @@ import { confirmButton, field } from "./controls.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { outsideSection } from "./settings-outside.js";
+import { itemsOf } from "./timeline.js";
 
 /**
  * @typedef {{
@@ -23,7 +24,26 @@ import { outsideSection } from "./settings-outside.js";
  *   listen(callback: (message: any) => void): () => void,
  *   close(): void,
  * }} SettingsSource
+ * @typedef {import("./items.js").Item} DrawnItem
  */
+
+/** @type {WeakMap<object, DrawnItem[]>} */
+const SAID = new WeakMap();
+
+/**
+ * A pairing's chat (the server's snapshot of it) as items, the other agent's words labelled as
+ * its: built once per chat read, not at every redraw.
+ * @param {any} conversation
+ */
+function saidItems(conversation) {
+  if (!conversation || typeof conversation !== "object") return [];
+  let items = SAID.get(conversation);
+  if (!items) {
+    items = /** @type {DrawnItem[]} */ (itemsOf(conversation, { userLabel: "The other agent" }));
+    SAID.set(conversation, items);
+  }
+  return items;
+}
 
 const SECTIONS = [
   ["agents", "Your agents"],
@@ -288,7 +308,7 @@ export function settingsView(source, el) {
         ),
         ...(what.note ? [h("p", { class: "conch-muted", text: what.note })] : []),
         ...(what.chats || []).map((/** @type {any} */ chat) =>
-          h("ol", { class: "conch-log conch-said-chat" }, ...chat.items.map((/** @type {any} */ item) => drawItem(item, quiet).el)),
+          h("ol", { class: "conch-log conch-said-chat" }, ...saidItems(chat.conversation).map((item) => drawItem(item, quiet).el)),
         ),
       );
     }

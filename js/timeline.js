@@ -13,8 +13,8 @@
  * marks an outside agent's turn). While the round runs, the live round state adds whoever has
  * the floor. The card's words say what its picture shows.
  *
- * The kernel-side mirror of this file is conch_jupyter/widget/timeline.py (the relay fallback
- * and the Python API); tests/unit/test_view_js.py checks both draw the same items from one stream.
+ * The timeline is built here only: where the view draws through the kernel (the relay), the
+ * kernel passes the stream's raw items on and chat-source.js feeds them in here all the same.
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
@@ -227,6 +227,16 @@ export function buildItems(state, { userLabel = "You" } = {}) {
     items[place] = cardItem(each, state, latest && each.end === null);
   });
   return underReplies(items);
+}
+
+/**
+ * A chat read once (a snapshot: GET conversations/{id}), as items: "What it said" in Settings.
+ * @param {Item} conversation @param {{userLabel?: string}} [options] @returns {Item[]}
+ */
+export function itemsOf(conversation, options) {
+  const state = new ChatState();
+  state.take({ type: "snapshot", conversation });
+  return buildItems(state, options);
 }
 
 /** @param {Item} message @param {Names} names @param {string} userLabel @returns {Item} */

@@ -9,7 +9,8 @@
  * gone; elsewhere it falls back to relaying through the kernel.
  */
 
-import { chatView, directChat, relayedChat } from "./chat-view.js";
+import { directChat, relayedChat } from "./chat-source.js";
+import { chatView } from "./chat-view.js";
 import { ServerApi, pageServer } from "./server.js";
 import { settingsView } from "./settings.js";
 import { directSettings, relayedSettings } from "./settings-source.js";

@@ -1,8 +1,9 @@
 """The view in a real browser: widget.js on a static page, with a tiny fake model and no kernel.
 
 The page loads widget.js from a blob URL, as anywidget does, so a relative import or a CDN load
-would fail here too. The chat's states come from the real kernel-side code (ChatState and
-build_items, with Markdown drawn sealed by core/render.py), fed a scripted event stream.
+would fail here too. The chat is drawn as in the relay: a scripted event stream (Markdown drawn
+sealed by core/render.py) goes through the real kernel-side code (widget/stream.py's ChatStream),
+whose raw items are the model's `stream` trait; the view builds the timeline from them.
 
 Frames: every animation a card runs must animate only transform and opacity (checked exactly),
 and no frame may take over 50 ms of main-thread work while a card animates (Long Animation Frame
@@ -26,7 +27,7 @@ from playwright.sync_api import Browser, Page, expect
 from conch_jupyter.core.render import render_markdown
 from conch_jupyter.rounds.engine import ROUND_END_WORDS, end_words
 from conch_jupyter.rounds.prompts import turn_note
-from conch_jupyter.widget.timeline import ChatState, build_items, live_item
+from conch_jupyter.widget.stream import ChatStream
 
 from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
     chromium,
@@ -167,15 +168,23 @@ OURS = {"researcher": "Researcher", "writer": "Writer", "data-bot": "Data Bot"}
 
 
 class Chat:
-    """A chat's event stream, written by hand, folded into the traits the view draws."""
+    """A chat's event stream, written by hand, taken as the kernel takes it for the view."""
 
-    def __init__(self, outside: dict[str, str] | None = None) -> None:
-        self.state = ChatState()
+    def __init__(
+        self, outside: dict[str, str] | None = None, clashing: dict[str, str] | None = None
+    ) -> None:
+        self.state = ChatStream()
         self.created, self.seq, self.replies = 1_000.0, 0, 0
-        snapshot = {"title": "notebooks/demo.ipynb", "messages": [], "events": []}
-        self.state.take({"type": "snapshot", "conversation": {**snapshot, "busy": False}})
-        self.state.names.ours = dict(OURS)
-        self.state.names.outside = dict(outside or {})
+        clashes = clashing or {}
+        roster = {
+            "agents": [{"id": i, "name": n} for i, n in OURS.items()],
+            "outside": [
+                {"id": i, "name": n, "clashes_with": clashes.get(i)}
+                for i, n in (outside or {}).items()
+            ],
+        }
+        snapshot = {"title": "notebooks/demo.ipynb", "messages": [], "events": [], "busy": False}
+        self.state.take({"type": "snapshot", "conversation": {**snapshot, "roster": roster}})
 
     def _now(self) -> float:
         self.created += 1
@@ -187,7 +196,7 @@ class Chat:
         if role != "note":
             message["html"] = render_markdown(text)  # as the server draws it, sealed
         if message.get("agent"):
-            message["name"] = self.state.names.name(message["agent"])
+            message["name"] = self.state.name(message["agent"])
         self.state.take({"type": "message", "message": message})
 
     def _event(self, kind: str, **data: Any) -> None:
@@ -207,13 +216,13 @@ class Chat:
         self.state.take(
             {"type": "round", "round": {"speaker": speaker, "replies": self.replies, "limit": 8}}
         )
-        name = self.state.names.name
+        name = self.state.name
         note = turn_note(name(speaker), name(handed_by) if handed_by else None)
         self._message("note", note, round={"turn": self.replies + 1, "handed_by": handed_by})
         return self
 
     def stream(self, reply: str, agent: str, text: str) -> Chat:
-        self.state.take({"type": "delta", "reply": reply, "agent": agent, "text": text})
+        self.state.take(chunk(reply, agent, text))
         return self
 
     def reply(self, reply: str, agent: str, text: str, handed_by: str | None = None) -> Chat:
@@ -238,7 +247,7 @@ class Chat:
         if ROUND_END_WORDS[reason]:
             self._message("note", f"The round ended: {ROUND_END_WORDS[reason]}.")
         self.state.take({"type": "round", "round": None})
-        spoken = [self.state.names.name(str(m["agent"])) for m in self.spoken()]
+        spoken = [self.state.name(str(m["agent"])) for m in self.spoken()]
         words = end_words(spoken, self.replies, reason)
         self._event("round.ended", turns=self.replies, reason=reason, words=words)
         return self
@@ -247,16 +256,11 @@ class Chat:
         return [m for m in self.state.messages.values() if m["role"] in ("agent", "outside")]
 
     def traits(self) -> dict[str, Any]:
-        return {
-            "view": "chat",
-            "title": "demo.ipynb",
-            "items": build_items(self.state),
-            "live": live_item(self.state),
-            "round_running": self.state.round is not None,
-            "mentions": self.state.names.mentions(),
-            "notice": "",
-            "problem": "",
-        }
+        return {"view": "chat", "stream": list(self.state.items), "notice": "", "problem": ""}
+
+
+def chunk(reply: str, agent: str, text: str) -> dict[str, Any]:
+    return {"type": "delta", "reply": reply, "agent": agent, "text": text}
 
 
 def mount(page: Page, traits: dict[str, Any]) -> None:
@@ -348,6 +352,24 @@ def test_a_live_round_card_shows_faces_the_pass_and_who_has_the_floor(page: Page
     expect(streaming.locator("code")).to_have_count(0)
     assert pearl_rests_on(page, "Writer")
     page.locator(".conch-chat").screenshot(path=screenshot_path("harness-round-live"))
+
+
+def test_the_kernel_relays_each_chunk_and_its_trait_doubles_nothing(page: Page) -> None:
+    chat = two_agent_round()
+    mount(page, chat.traits())
+    text = page.locator(".conch-agent.is-streaming .conch-streaming-text")
+    expect(text).to_have_text("A plan for Saturday, in `three`")
+    more = chunk("w1", "writer", " steps.")
+    page.evaluate("item => window.model.emit('msg:custom', {type: 'item', item})", more)
+    expect(text).to_have_text("A plan for Saturday, in `three` steps.")
+    # The trait synced again, the chunks joined as the kernel joins them: taken all over again.
+    update(page, chat.stream("w1", "writer", " steps.").traits())
+    expect(text).to_have_text("A plan for Saturday, in `three` steps.")
+    update(page, chat.reply("w1", "writer", REPLY_W, handed_by="researcher").traits())
+    expect(page.locator(".conch-agent.is-streaming")).to_have_count(0)
+    expect(page.locator(".conch-agent").nth(1).locator(".conch-md code")).to_have_text("three")
+    # Through the kernel, the mode switch is not drawn (only the user's own page may change it).
+    expect(page.locator(".conch-mode-bar")).to_be_hidden()
 
 
 def test_a_new_pass_draws_its_arc_and_the_pearl_travels_on_the_compositor(page: Page) -> None:
@@ -534,9 +556,9 @@ def test_the_picker_never_offers_two_entries_alike_and_yours_wins(page: Page) ->
             "rc": "Reseаrcher",  # a Cyrillic а: the server's confusables see it
             "helper": "Helper",
             "helper-2": "he​lper",  # a zero-width space: the same key as Helper
-        }
+        },
+        clashing={"rc": "Researcher", "rp": "Researcher", "w2": "Writer"},
     )
-    chat.state.names.clashing = {"rc": "Researcher", "rp": "Researcher", "w2": "Writer"}
     mount(page, chat.traits())
     box = page.locator(".conch-input")
     names = page.locator(".conch-mention .conch-mention-name")
@@ -563,12 +585,12 @@ def test_the_picker_never_offers_two_entries_alike_and_yours_wins(page: Page) ->
 
 def test_names_that_arrive_while_the_picker_is_open_are_offered_at_once(page: Page) -> None:
     chat = Chat()
-    mount(page, {**chat.traits(), "mentions": []})  # the chat's snapshot has not come yet
+    mount(page, {**chat.traits(), "stream": []})  # the chat's snapshot has not come yet
     box = page.locator(".conch-input")
     box.click()
     box.type("@W")
     expect(page.locator(".conch-mentions")).to_be_hidden()
-    update(page, {"mentions": chat.state.names.mentions()})
+    update(page, {"stream": chat.traits()["stream"]})
     expect(page.locator(".conch-mention .conch-mention-name")).to_have_text(["Writer"])
 
 
@@ -843,11 +865,16 @@ def test_settings_pairing_shows_the_key_once_with_copy(page: Page) -> None:
     assert "conch_k_secret" not in page.evaluate("JSON.stringify(window.model.state)")
     panel.get_by_role("button", name="What it said").click()
     assert sent(page)[-1] == {"type": "pairing.said", "id": "p1"}
-    said_chat = [
-        {"kind": "user", "id": "u1", "who": "The other agent", "html": "<p>Hi Writer</p>"},
-        {"kind": "agent", "id": "a1", "agent": "writer", "name": "Writer", "html": "<p>Hello</p>"},
-    ]
-    update(page, {"said": {"pairing": "p1", "chats": [{"id": "c1", "items": said_chat}]}})
+    said_chat = {  # the chat as the server sends it: the view draws it
+        "title": "Door chat",
+        "messages": [
+            {"id": "u1", "role": "user", "text": "Hi", "html": "<p>Hi Writer</p>", "created": 1},
+            {"id": "a1", "role": "agent", "agent": "writer", "html": "<p>Hello</p>", "created": 2},
+        ],
+        "events": [],
+        "roster": {"agents": [{"id": "writer", "name": "Writer"}], "outside": []},
+    }
+    update(page, {"said": {"pairing": "p1", "chats": [{"id": "c1", "conversation": said_chat}]}})
     expect(panel.locator(".conch-said .conch-who")).to_have_text(["The other agent", "Writer"])
     expect(panel.locator(".conch-said")).not_to_contain_text("null")
     page.get_by_role("tab", name="Your agents").click()

@@ -1,7 +1,8 @@
 """The @ picker compares names as the server does (issue 16): js/mentions.js's key and clash rule
-against core/names.py's, the roster that tells the view which outside agent clashes with one of
-yours (a real Jupyter server, a real a2a-sdk peer, a hand-edited file), and the view's and the
-kernel's timelines offering the same entries from it.
+against core/names.py's, and the roster that tells the view which outside agent clashes with one
+of yours (a real Jupyter server, a real a2a-sdk peer, a hand-edited file), read by the view's
+timeline (js/timeline.js, the only one: the kernel passes the roster on raw) into the entries
+the picker may offer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from conch_jupyter.core.names import clash, name_key
-from conch_jupyter.widget.timeline import ChatState
 
 from ..support.a2a_peers import Peer
 from ..support.api import Api
@@ -142,7 +142,7 @@ console.log(JSON.stringify({ all, offered: offered(all, "") }));
 """
 
 
-def test_the_view_and_the_kernel_offer_the_same_entries_from_a_roster() -> None:
+def test_the_view_offers_entries_from_a_roster() -> None:
     roster = {
         "agents": [{"id": "researcher", "name": "Researcher"}, {"id": "writer", "name": "Writer"}],
         "outside": [
@@ -152,13 +152,15 @@ def test_the_view_and_the_kernel_offer_the_same_entries_from_a_roster() -> None:
         ],
     }
     chat = {"messages": [], "events": [], "roster": roster}
-    snapshot = {"type": "snapshot", "conversation": chat}
-    state = ChatState()
-    state.take(snapshot)
-    got = _in_node(MENTIONS_IN_NODE, snapshot)
+    got = _in_node(MENTIONS_IN_NODE, {"type": "snapshot", "conversation": chat})
     assert isinstance(got, dict)
-    assert got["all"] == state.names.mentions()
-    assert [m["clashes_with"] for m in got["all"] if m["outside"]] == [None, "Researcher", "Writer"]
+    assert got["all"] == [
+        {"name": "Researcher", "outside": False},
+        {"name": "Writer", "outside": False},
+        {"name": "Helper", "outside": True, "clashes_with": None},
+        {"name": "Researcher please", "outside": True, "clashes_with": "Researcher"},
+        {"name": "Wr\u0456ter", "outside": True, "clashes_with": "Writer"},
+    ]
     assert [m["name"] for m in got["offered"]] == ["Researcher", "Writer", "Helper"]
 
 
@@ -178,9 +180,9 @@ async def test_the_roster_names_the_agent_of_yours_an_outside_agent_clashes_with
         {"id": helper["id"], "name": "Reseаrcher", "clashes_with": "Researcher"},
         {"id": "scout", "name": "Scout", "clashes_with": None},
     ]
-    state = ChatState()
-    state.take({"type": "snapshot", "conversation": read})
-    assert state.names.mentions()[2:] == [
+    got = _in_node(MENTIONS_IN_NODE, {"type": "snapshot", "conversation": read})
+    assert isinstance(got, dict)
+    assert got["all"][2:] == [
         {"name": "Reseаrcher", "outside": True, "clashes_with": "Researcher"},
         {"name": "Scout", "outside": True, "clashes_with": None},
     ]

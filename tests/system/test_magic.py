@@ -1,5 +1,6 @@
 """%conch and %%conch in a real kernel that a real server started, and the chat widget's
-kernel side (it follows the server's live stream) seen through its traits."""
+kernel side (it follows the server's live stream) seen through its traits: the raw items it
+keeps for a relayed view, drawn by the view's own code (js/chat-source.js, in Node)."""
 
 from __future__ import annotations
 
@@ -15,30 +16,41 @@ from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.blocking import BlockingKernelClient
 
 from ..support.jupyter_process import JupyterProcess
+from ..unit.test_view_js import draw_relayed
 
 pytestmark = pytest.mark.timeout(180)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-# What the kernel prints about this notebook's chat widget: its latest round card and the rest.
+# What the kernel keeps of this notebook's chat once it has settled: the raw items a relayed
+# view draws, and its own words.
 CHAT_STATE = """
 import json
 from conch_jupyter.widget import this_chat
 chat = this_chat()
 await chat.settled()
-cards = [i for i in chat.items if i["kind"] == "round"]
-print(json.dumps({
-    "title": chat.title,
-    "kinds": [i["kind"] for i in chat.items],
-    "card": cards[-1] if cards else None,
-    "cards": len(cards),
-    "handovers": [i["text"] for i in chat.items if i["kind"] == "handover"],
-    "mentions": chat.mentions,
-    "live": chat.live,
-    "problem": chat.problem,
-    "notice": chat.notice,
-}))
+print(json.dumps({"stream": chat.stream, "problem": chat.problem, "notice": chat.notice}))
 """
+
+
+def chat_state(kernel: Kernel) -> dict[str, Any]:
+    """The chat as the relayed view draws it from the kernel's trait: its latest round card
+    and the rest."""
+    kept = kernel.run(CHAT_STATE).json()
+    drawn = draw_relayed(kept["stream"])
+    items = drawn["items"]
+    cards = [i for i in items if i["kind"] == "round"]
+    return {
+        "title": drawn["title"],
+        "kinds": [i["kind"] for i in items],
+        "card": cards[-1] if cards else None,
+        "cards": len(cards),
+        "handovers": [i["text"] for i in items if i["kind"] == "handover"],
+        "mentions": drawn["mentions"],
+        "live": drawn["live"],
+        "problem": kept["problem"],
+        "notice": kept["notice"],
+    }
 
 
 # Waits (without holding the kernel up) until a new round has begun and its floor has changed
@@ -50,11 +62,12 @@ from conch_jupyter.widget import this_chat
 chat = this_chat()
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
-    # A round running now (its card is the last), whose floor has changed hands. %conch sends
-    # at once, so that round may already be under way when this cell starts.
-    cards = [n for n, i in enumerate(chat.items) if i["kind"] == "round"]
-    if cards and chat.round_running and any(
-        "handed over" in i.get("text", "") for i in chat.items[cards[-1]:]
+    # A round running now (begun by the last message you sent), whose floor has changed
+    # hands. %conch sends at once, so that round may already be under way when this cell starts.
+    said = chat.messages
+    yours = [n for n, m in enumerate(said) if m["role"] == "user"]
+    if yours and chat.round is not None and any(
+        "handed over" in m.get("text", "") for m in said[yours[-1]:] if m["role"] == "note"
     ):
         break
     await asyncio.sleep(0.02)
@@ -163,7 +176,7 @@ def kernel(server: JupyterProcess) -> Iterator[Kernel]:
 def test_a_message_starts_a_round_that_the_widget_follows_live(kernel: Kernel) -> None:
     ran = kernel.run("%conch @Researcher find options, @Writer draft it")
     assert (ran.widgets, ran.errors, ran.stderr) == (1, [], "")
-    state = kernel.run(CHAT_STATE).json()
+    state = chat_state(kernel)
     assert state["title"] == "talk.ipynb"  # this notebook's chat
     assert state["kinds"][:3] == ["user", "round", "handover"]
     card = state["card"]
@@ -223,7 +236,7 @@ def test_a_cell_message_hands_over_and_stop_ends_the_round(kernel: Kernel) -> No
     assert (ran.widgets, ran.errors) == (1, [])
     ran = kernel.run(WAIT_FOR_A_HANDOVER + "%conch stop")
     assert ran.stderr.strip() == "Stopped the round."
-    state = kernel.run(CHAT_STATE).json()
+    state = chat_state(kernel)
     card = state["card"]
     assert card["state"] == "folded"
     assert card["line"].endswith("· ended: you stopped it")
@@ -241,7 +254,7 @@ def test_writing_while_a_round_runs_ends_it_and_says_so(kernel: Kernel) -> None:
     ran = kernel.run(PRINT_ONCE_SET.format(name="notice"))
     assert ran.stdout.strip().startswith("Your message ends the round once ")
     assert ran.stdout.strip().endswith("'s reply is in.")
-    state = kernel.run(CHAT_STATE).json()
+    state = chat_state(kernel)
     assert state["card"]["line"].endswith("· ended: you wrote")
     assert state["kinds"][-1] in ("agent", "note")  # the last message was answered too
 
@@ -253,7 +266,7 @@ def test_the_view_messages_go_through_one_dispatcher(kernel: Kernel) -> None:
         "chat._on_view_message(chat, {'type': 'no such thing'}, [])\n"
         "chat._on_view_message(chat, {'type': 'send', 'text': '@Writer one line, please'}, [])\n"
         "await chat.settled()\n"
-        "print(chat.items[-1]['kind'], chat.items[-1].get('name'))"
+        "print(chat.messages[-1]['role'], chat.messages[-1].get('name'))"
     )
     ran = kernel.run(code)
     assert not ran.errors, ran.errors

@@ -29,7 +29,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The kernel side: what runs in a notebook's kernel.
     "client_base": {"core"},
     "client": {"core", "client_base"},
-    "widget": {"client", "rounds"},
+    "widget": {"client"},
     "magic": {"client", "widget"},
     "__init__": {"magic", "server_ext"},  # Jupyter's entry points
 }

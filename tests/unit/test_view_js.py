@@ -1,11 +1,11 @@
 """The view's own tests, run by the README's test command: a failing JS test fails it.
 
 The pure parts of js/ (arc geometry, the @ picker, keyed reconciling, the event-stream reader,
-the timeline and the folded line's words) have unit tests run with Node's own test runner; the
-JSDoc types are checked with `tsc --noEmit` (checkJs, strict), their format and lint by Biome
-(`npm run lint`). And the view's timeline
-(js/timeline.js) and the kernel's mirror of it (conch_jupyter/widget/timeline.py, for the relay
-and the Python API) must draw the same items from one event stream.
+the timeline, the chat's two sources and the folded line's words) have unit tests run with
+Node's own test runner; the JSDoc types are checked with `tsc --noEmit` (checkJs, strict), their
+format and lint by Biome (`npm run lint`). And the relay: the timeline is built once, in the view,
+so what the kernel passes on (its `stream` trait and the chunks it sends) must draw, through
+js/chat-source.js's relayedChat, exactly what the same stream read by the view itself draws.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from conch_jupyter.widget.timeline import ChatState, build_items, live_item
+from conch_jupyter.client_base import ConchClientError
+from conch_jupyter.widget import ChatWidget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,37 +145,101 @@ def _stream() -> list[dict[str, Any]]:
     ]
 
 
+# What a model delivers to the view, in order: {"stream": [...]} (the trait synced) or
+# {"message": {...}} (a custom message); "check" asks both sources what they draw.
 DRAW_IN_NODE = """
-import { ChatState, buildItems, liveItem } from "./js/timeline.js";
+import { fedChat, relayedChat } from "./js/chat-source.js";
 let text = "";
 for await (const chunk of process.stdin) text += chunk;
-const stream = JSON.parse(text);
-const state = new ChatState();
-const out = [];
+const { stream, wire } = JSON.parse(text);
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+const drawn = (state) => Object.fromEntries(
+  ["items", "live", "title", "mentions", "round_running"].map((k) => [k, state.get(k)]));
+const direct = fedChat({ tools: true });
+const seen = [];
 for (const item of stream) {
-  if (item === "check") out.push({ items: buildItems(state), live: liveItem(state) });
-  else state.take(item);
+  if (item !== "check") direct.take(item);
+  else { await settle(); seen.push(drawn(direct.state)); }
 }
-console.log(JSON.stringify(out));
+const handlers = {};
+const model = {
+  state: { stream: [], notice: "", problem: "" }, sent: [],
+  get(name) { return this.state[name]; },
+  set(name, value) { this.state[name] = value; },
+  save_changes() {},
+  on(event, cb) { (handlers[event] ||= []).push(cb); },
+  off() {},
+  send(content) { this.sent.push(content); },
+};
+const emit = (event, ...args) => { for (const cb of handlers[event] || []) cb(...args); };
+const relay = relayedChat(model);
+const relayed = [];
+for (const step of wire) {
+  if (step === "check") { await settle(); relayed.push(drawn(relay.state)); }
+  else if (step.stream) { model.state.stream = step.stream; emit("change:stream"); }
+  else emit("msg:custom", step.message);
+}
+console.log(JSON.stringify({ direct: seen, relayed, asked: model.sent }));
 """
 
 
-def test_the_view_and_the_kernel_draw_the_same_items() -> None:
+class Relaying(ChatWidget):
+    """The kernel side as it is, outside a kernel: what it sends the front end is written down."""
+
+    def __init__(self) -> None:
+        self.wire: list[Any] = []
+        super().__init__("c1", client_factory=self._no_server)
+        self.wire.clear()  # the first follow found no server (said in `problem`)
+        self.observe(lambda change: self.wire.append({"stream": change["new"]}), "stream")
+
+    @staticmethod
+    def _no_server() -> Any:
+        raise ConchClientError(0, "no_server", "No Conch server here.")
+
+    def send(self, content: Any, buffers: Any = None) -> None:
+        self.wire.append({"message": content})
+
+
+def test_the_relay_passes_raw_items_and_the_view_draws_them_as_it_draws_its_own() -> None:
     stream = _stream()
-    state, python = ChatState(), []
-    for item in stream:
+    kernel = Relaying()
+    assert kernel.problem == "No Conch server here."
+    for n, item in enumerate(stream):
+        if n == 12:  # the view is drawn, mid-reply, and asks the kernel to relay
+            kernel._on_view_message(kernel, {"type": "relay"}, [])
         if item == "check":
-            python.append({"items": build_items(state), "live": live_item(state)})
+            kernel.wire.append("check")
         else:
-            state.take(item)
-    ran = _run(_node(), "--input-type=module", "-e", DRAW_IN_NODE, stdin=json.dumps(stream))
+            kernel._take(item)
+    streams = [step["stream"] for step in kernel.wire if step != "check" and "stream" in step]
+    messages = [step["message"] for step in kernel.wire if step != "check" and "message" in step]
+    # The trait carries the stream's own items: the snapshot first, each reply's chunks as one.
+    assert all(s[0] == stream[0] for s in streams)
+    assert [i for i in streams[-1] if i["type"] != "delta"] == [
+        i for i in stream if i != "check" and i["type"] != "delta"
+    ]
+    assert [i for i in streams[-1] if i["type"] == "delta"] == [
+        {"type": "delta", "reply": "w1", "agent": "writer", "text": "A *plan* for"}
+    ]
+    # Chunks go as messages of their own once a view relays, never before.
+    assert [m["item"]["text"] for m in messages] == ["* for"]
+    assert all(m["type"] == "item" for m in messages)
+    assert kernel.messages[-1]["id"] == "n4"
+    assert kernel.round is None
+
+    data = {"stream": stream, "wire": kernel.wire}
+    ran = _run(_node(), "--input-type=module", "-e", DRAW_IN_NODE, stdin=json.dumps(data))
     assert ran.returncode == 0, ran.stderr[-3000:]
-    javascript = json.loads(ran.stdout)
-    assert javascript == python
-    assert python[0]["live"]["text"] == "A *plan* for"
-    assert python[0]["live"]["doing"] == "Writer is running code"
-    assert python[0]["items"][1]["line"] == "Writer is running code · 3 of 8 replies"
-    assert [i["kind"] for i in python[1]["items"]] == [
+    drawn = json.loads(ran.stdout)
+    assert drawn["asked"] == [{"type": "relay"}]
+    assert drawn["relayed"] == drawn["direct"]
+    first, last = drawn["direct"]
+    assert first["live"]["text"] == "A *plan* for"
+    assert first["live"]["doing"] == "Writer is running code"
+    assert first["items"][1]["line"] == "Writer is running code · 3 of 8 replies"
+    assert (first["title"], first["round_running"]) == ("a.ipynb", True)
+    assert [m["name"] for m in first["mentions"]] == ["Researcher", "Writer", "Helper"]
+    assert [i["kind"] for i in last["items"]] == [
         "user",
         "round",
         "handover",
@@ -189,13 +254,25 @@ def test_the_view_and_the_kernel_draw_the_same_items() -> None:
         "tool",
         "note",
     ]
-    assert python[1]["items"][-4]["via"] == "kernel"  # marked as sent from the kernel
-    assert "via" not in python[1]["items"][0]  # the user's own words carry no mark
-    assert python[1]["items"][-3]["code"] == "1 + 2"
-    assert python[1]["items"][-2]["state"] == ""
-    tool = python[1]["items"][-6]
+    items = last["items"]
+    assert items[1]["line"] == "Researcher, Helper and Writer"  # the server's words
+    assert items[-4]["via"] == "kernel"  # marked as sent from the kernel
+    assert "via" not in items[0]  # the user's own words carry no mark
+    assert items[-3]["code"] == "1 + 2"
+    assert items[-2]["state"] == ""
+    tool = items[-6]
     assert (tool["summary"], tool["code"], tool["output"]) == (
         "Writer · code · ran",
         "print(2 + 2)",
         "4",
     )
+    assert last["live"] is None
+
+
+def draw_relayed(stream: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the relayed view draws from a kernel's `stream` trait (for tests with a real kernel)."""
+    data = {"stream": [], "wire": [{"stream": stream}, "check"]}
+    ran = _run(_node(), "--input-type=module", "-e", DRAW_IN_NODE, stdin=json.dumps(data))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    drawn: dict[str, Any] = json.loads(ran.stdout)["relayed"][0]
+    return drawn
