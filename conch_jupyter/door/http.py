@@ -16,13 +16,14 @@ server's identity provider about every request, and in a JupyterHub single-user 
 provider takes any `Authorization: Bearer …` for a hub token and sends it to the hub; a door key
 goes nowhere but the door's own hash comparison, a2a/door/rules.py), its cookies, XSRF, templates
 and activity tracking (for the user's browser, which the door never lets in). What the door keeps
-of Jupyter's checks it runs itself, with Jupyter's rules and settings: the Host check
-(`allow_remote_access`, `local_hostnames`: 403) and the Origin check (`allow_origin`,
-`allow_origin_pat`: 404), before its rules refuse any browser at all; Jupyter's default headers
-(nosniff, the API's Content-Security-Policy, the owner's `headers`); and Jupyter's
-`log_function`, which logs each request (successes at debug level) and records its metrics. XSRF
-does not apply: a door key travels in a header, never in a cookie, so no page can make a browser
-send it.
+of Jupyter's it leaves to Jupyter's own functions, called on the exchange: JupyterHandler's
+`check_origin` (`allow_origin`, `allow_origin_pat`: 404), before its rules refuse any browser at
+all; APIHandler's default headers (nosniff, the owner's `headers`, the API's
+Content-Security-Policy); Jupyter's `log_function` and its Prometheus helper. Two pieces stay
+re-coded for their cost, each saying its numbers where it stands: the Host check
+(JupyterHandler's `check_host`: `allow_remote_access`, `local_hostnames`: 403, in local_host) and
+a success's log line, skipped where no handler writes debug lines. XSRF does not apply: a door
+key travels in a header, never in a cookie, so no page can make a browser send it.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Literal, Protocol
-from urllib.parse import unquote_to_bytes, urlparse
+from typing import Any, Literal, Protocol, cast
+from urllib.parse import unquote_to_bytes
 
-from jupyter_server.prometheus.metrics import HTTP_REQUEST_DURATION_SECONDS
-from jupyter_server.services.security import csp_report_uri
-from jupyter_server.utils import origin_matches_pat, url_path_join, urldecode_unix_socket_path
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.prometheus import log_functions
+from jupyter_server.utils import urldecode_unix_socket_path
 from tornado import httputil, web
 from tornado.httputil import HTTPMessageDelegate, HTTPServerRequest
 from tornado.iostream import StreamClosedError
@@ -113,19 +114,8 @@ def _local_name(host: str, local_hostnames: tuple[str, ...]) -> bool:
         return host in local_hostnames
 
 
-def origin_allowed(
-    origin: str | None, host: str | None, allow_origin: str, allow_origin_pat: str | None
-) -> bool:
-    """Jupyter's Origin rule (JupyterHandler.check_origin) for a request with no token: no Origin
-    (a script) or the page's own host passes; another only if the CORS settings allow it."""
-    if allow_origin == "*" or origin is None or host is None:
-        return True
-    origin = origin.lower()
-    if urlparse(origin).netloc == host:
-        return True
-    if allow_origin:
-        return allow_origin == origin
-    return bool(allow_origin_pat) and origin_matches_pat(str(allow_origin_pat), origin)
+# Jupyter's own Prometheus helper (log_function calls it too): its histogram, its labels.
+record_metric: Callable[[object], None] = log_functions.prometheus_log_method
 
 
 def writes_debug(logger: logging.Logger) -> bool:
@@ -141,12 +131,22 @@ def writes_debug(logger: logging.Logger) -> bool:
     return logging.lastResort is not None and logging.lastResort.level <= logging.DEBUG
 
 
-def _csp(base_url: str, report_uri: str | None, owners: str | None) -> str:
-    """Jupyter's Content-Security-Policy for its API (APIHandler's): the owner's, or Jupyter's
-    default, then "default-src 'none'"."""
-    report = report_uri or url_path_join(base_url, csp_report_uri)
-    policy = owners or f"frame-ancestors 'self'; report-uri {report}"
-    return f"{policy}; default-src 'none'"
+class JupyterHeaders(APIHandler):
+    """Jupyter's API handler, asked for its default headers only (`set_default_headers`: nosniff,
+    the owner's `headers`, then APIHandler's Content-Security-Policy, made with the owner's),
+    which it sets here instead of on an answer. It serves no request and is made without tornado's
+    handler set-up: the door asks it once a second (Door.headers), so its cost does not count."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:  # no RequestHandler.__init__: no request
+        self._settings = settings
+        self.made: dict[str, str] = {}
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self._settings
+
+    def set_header(self, name: str, value: Any) -> None:
+        self.made[name] = str(value)
 
 
 def header(headers: httputil.HTTPHeaders, name: str) -> str | None:
@@ -286,41 +286,22 @@ class Door(Router):
         self.settings = settings
         self.answering: set[asyncio.Task[None]] = set()  # JSON-RPC calls being answered
         self._headers: tuple[int, dict[str, str]] = (0, {})
-        self._timers: dict[tuple[str, int], Any] = {}
         self.answers = Answers()
 
     def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate:
         return DoorExchange(self, request)
 
-    def timer(self, method: str, status: int) -> Any:
-        """Jupyter's request histogram with the labels its log_function gives a door request
-        (prometheus_log_method's), looked up once per method and status."""
-        key = (method, status)
-        found = self._timers.get(key)
-        if found is None:
-            found = self._timers[key] = HTTP_REQUEST_DURATION_SECONDS.labels(
-                method=method, handler=f"{__name__}.DoorExchange", status_code=status
-            )
-        return found
-
     def headers(self) -> dict[str, str]:
-        """Every answer's headers but its length: the Date, then Jupyter's API headers (the
-        owner's own win, but for the Content-Security-Policy, which is made with theirs), then
-        the door's. Made once a second, for the Date; the settings are read then too."""
+        """Every answer's headers but its length: the Date, then Jupyter's API headers as its
+        APIHandler sets them (JupyterHeaders), then the door's. Made once a second, for the
+        Date; the settings are read then too."""
         now = int(time.time())
         if self._headers[0] != now:
-            settings = self.settings
-            owners: dict[str, str] = settings.get("headers", {})
-            csp = _csp(
-                settings.get("base_url", "/"),
-                settings.get("csp_report_uri"),
-                owners.get("Content-Security-Policy"),
-            )
+            jupyters = JupyterHeaders(self.settings)
+            jupyters.set_default_headers()
             made = {
                 "Date": httputil.format_timestamp(now),
-                "X-Content-Type-Options": "nosniff",
-                **owners,
-                "Content-Security-Policy": csp,
+                **jupyters.made,
                 "Cache-Control": "no-store",
                 "Content-Type": "application/json",
             }
@@ -350,10 +331,14 @@ class DoorServices(Protocol):
 
 
 class DoorExchange(HTTPMessageDelegate):
-    """One request at the door and its answer. It also stands for a handler to Jupyter's
-    log_function, which asks for `request`, `settings`, `log`, `current_user`, `get_status()`."""
+    """One request at the door and its answer. It also stands for a handler to the Jupyter
+    functions it calls: JupyterHandler's check_origin, which asks for `request`, `log`,
+    `allow_origin`, `allow_origin_pat` and `skip_check_origin()`, and the log_function, which
+    asks for `settings`, `current_user` and `get_status()` too."""
 
     current_user = None  # the door's callers are pairings, not Jupyter users
+    allow_origin = JupyterHandler.allow_origin
+    allow_origin_pat = JupyterHandler.allow_origin_pat
 
     def __init__(self, door: Door, request: HTTPServerRequest) -> None:
         self.door = door
@@ -380,6 +365,12 @@ class DoorExchange(HTTPMessageDelegate):
 
     def get_status(self) -> int:
         return self._status
+
+    def skip_check_origin(self) -> bool:
+        """Never, where Jupyter's skips it for a token's request or a preflight (OPTIONS): it would
+        ask the identity provider, which the door never asks, and a door key is no Jupyter token;
+        a preflight is a browser's, and no browser gets in."""
+        return False
 
     # tornado's side: headers, body, end of the request, a dropped connection
 
@@ -464,6 +455,11 @@ class DoorExchange(HTTPMessageDelegate):
         return None
 
     def _host_allowed(self) -> bool:
+        # Jupyter's check_host, re-coded (local_host) with its parsing cached per Host: called on
+        # the exchange, Jupyter's own took 5-7 µs a request in-process against 0.4-0.6, the one
+        # piece here that cost more than 2 µs; with it one client's GetTask came to 1.31-1.72x
+        # the reference (median 1.50, 8 runs) against 1.51-2.01x (1.57, 6 runs) without it.
+        # test_door_checks.py holds the copy to Jupyter's answers (benchmarks/README.md).
         settings = self.settings
         if settings.get("allow_remote_access", False):
             return True
@@ -477,17 +473,7 @@ class DoorExchange(HTTPMessageDelegate):
         return False
 
     def _origin_allowed(self) -> bool:
-        headers = self.request.headers
-        origin = header(headers, "Origin")
-        if origin_allowed(
-            origin,
-            header(headers, "Host"),
-            self.settings.get("allow_origin", ""),
-            self.settings.get("allow_origin_pat"),
-        ):
-            return True
-        self.log.warning("Blocking Cross Origin request at the door. Origin: %s", origin)
-        return False
+        return bool(JupyterHandler.check_origin(cast(JupyterHandler, self)))
 
     async def _refuse_later(self, refused: Denied) -> None:
         await asyncio.sleep(refused.delay)  # slower answers, as for sign-ins
@@ -614,13 +600,18 @@ class DoorExchange(HTTPMessageDelegate):
     def _log_request(self) -> None:
         """Jupyter's log_function for the request: its line and its metric. A success's line is
         at debug level, which traitlets lets through its logger and drops in its handler, after
-        the line is made (~20 µs): so for a success with no debug handler, the metric alone."""
+        the line is made: so for a success with no debug handler, Jupyter's metric alone.
+
+        Re-coded on purpose (writes_debug), as the one part of Jupyter's checks, headers, log and
+        metrics the door does not leave to Jupyter's own functions (issue 22, item 4): the whole
+        log_function costs 19-30 µs a success in-process against 5-6 for the metric alone (a
+        GetTask's CPU: 410-620 µs on the machine measured, ~180 on a quiet one), where
+        Jupyter's check_origin and metric helper cost 0.1-1 and 0.5-2.6 µs more than the door's
+        old copies of them; see benchmarks/README.md, "Inside-out parts"."""
         log_function = self.settings.get("log_function")
         if log_function is None:
             return
         if self._status >= 300 or writes_debug(self.log):
             log_function(self)
         elif getattr(self.settings.get("serverapp"), "record_http_request_metrics", True):
-            self.door.timer(self.request.method or "", self._status).observe(
-                self.request.request_time()
-            )
+            record_metric(self)

@@ -34,7 +34,8 @@ class LiveChat:
 @dataclass(frozen=True)
 class NextTurn:
     """The engine's decision after a reply, and the next turn's note if it was queued with the
-    reply (one commit for both: the time between two turns holds one commit, not two)."""
+    reply (one commit for both: the time between two turns holds one commit, not two; ~0.9 ms
+    of the gap, see RoundService._ahead)."""
 
     decision: Decision
     note: asyncio.Task[Message] | None = None

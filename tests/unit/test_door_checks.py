@@ -1,5 +1,8 @@
-"""The Host and Origin rules the door runs itself (it is no Jupyter handler) answer as Jupyter's
-own: each case is also put to JupyterHandler's check_host / check_origin, which must agree."""
+"""The Host and Origin checks at the door answer as Jupyter's own: the Host rule the door runs
+itself (local_host, for its cost: see door/http.py), the Origin check JupyterHandler's
+check_origin called on the door's exchange, which is no Jupyter handler. Each case is put to the
+door and to Jupyter's method on a bare stand-in, which must agree: they would part if Jupyter's
+rule changed, or the exchange lacked something check_origin reads."""
 
 from __future__ import annotations
 
@@ -9,11 +12,31 @@ from types import SimpleNamespace
 
 import pytest
 from jupyter_server.base.handlers import JupyterHandler
+from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 
-from conch_jupyter.door.http import local_host, origin_allowed
+from conch_jupyter.door.http import Door, DoorExchange, local_host
 
 LOCAL = ["localhost"]
 QUIET = logging.getLogger("test_door_checks")
+
+
+def exchange(headers: dict[str, str], method: str = "POST", **settings: object) -> DoorExchange:
+    """The door's exchange for a request with these headers, under these Jupyter settings."""
+    version = "HTTP/1.1" if "Host" in headers else "HTTP/1.0"  # 1.1 must say its Host
+    request = HTTPServerRequest(
+        start_line=RequestStartLine(method, "/a2a/researcher", version),
+        headers=HTTPHeaders(headers),
+    )
+    return DoorExchange(Door({"log_function": None, **settings}), request)
+
+
+def origin_allowed(
+    origin: str | None, host: str | None, allow_origin: str, allow_origin_pat: str | None
+) -> bool:
+    """The door's answer to a request with this Origin and Host, under these CORS settings."""
+    headers = {k: v for k, v in (("Origin", origin), ("Host", host)) if v is not None}
+    door = exchange(headers, allow_origin=allow_origin, allow_origin_pat=allow_origin_pat)
+    return door._origin_allowed()
 
 
 def jupyters_host_answer(host: str, local_hostnames: list[str]) -> bool:
@@ -97,3 +120,11 @@ def test_the_origin_rule_is_jupyters(
 ) -> None:
     assert origin_allowed(origin, host, allow_origin, pattern) is allowed
     assert jupyters_origin_answer(origin, host, allow_origin, pattern) is allowed
+
+
+def test_a_preflight_is_checked_like_any_request() -> None:
+    # Jupyter skips the Origin check for OPTIONS (a CORS preflight) and for a token's request; the
+    # door skips it for neither: no browser gets in, and it never asks the identity provider.
+    evil = {"Origin": "https://evil.example", "Host": "localhost:8888"}
+    assert not exchange(evil, method="OPTIONS")._origin_allowed()
+    assert exchange({"Host": "localhost:8888"}, method="OPTIONS")._origin_allowed()
