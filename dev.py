@@ -7,7 +7,8 @@
 Both make a virtual environment in .venv and install the project into it (again only when
 pyproject.toml changed), and build the notebook view from js/ (Node 20+ and npm: `npm ci` from
 the lock file, then esbuild) when its sources changed. Extra words after `test` go to pytest,
-e.g. `python3 dev.py test -k door`.
+e.g. `python3 dev.py test -k door`; `python3 dev.py test --quick` runs only tests/unit (no
+Jupyter server), and `python3 dev.py test tests/server` one kind.
 """
 
 from __future__ import annotations
@@ -88,10 +89,17 @@ def lab(args: list[str]) -> int:
     return subprocess.call(command, cwd=ROOT)
 
 
+# `python3 dev.py test --quick`: the tests that need no Jupyter server, for the edit loop.
+QUICK = ["tests/unit", "-q", "-x"]
+
+
 def test(args: list[str]) -> int:
     ensure_venv("test")
     ensure_view()
-    ensure_chromium()
+    if "--quick" in args:
+        args = [*QUICK, *(a for a in args if a != "--quick")]
+    else:
+        ensure_chromium()
     code = subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
     if code == 5:
         say("pytest collected no tests: that is a failure here")

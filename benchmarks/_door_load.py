@@ -24,9 +24,10 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from _machine import cpu_ns
+from ._machine import cpu_ns
 
 QUESTION = "What is a conch? Say it in one line."
 PER_KEY = 5  # messages each key sends: the door's burst, so none is refused
@@ -190,7 +191,8 @@ async def generate(plan: Plan) -> Load:
 def run_load(plan: Plan) -> Load:
     """Run one Plan in a fresh load-generator process."""
     done = subprocess.run(
-        [sys.executable, __file__],
+        [sys.executable, "-m", "benchmarks._door_load"],
+        cwd=Path(__file__).resolve().parent.parent,
         input=json.dumps(dataclasses.asdict(plan)),
         capture_output=True,
         text=True,

@@ -1,8 +1,8 @@
 """What the server benchmarks share: a Jupyter server with Conch, its API, its event stream.
 
-The server is the tests' own `JupyterProcess` (tests/jupyter_process.py), so there is one way to
-start one: `python -m jupyter_server` in a subprocess on a free loopback port, with a token, Conch
-enabled, `offline_delay=0`, and every file it writes (data, seal key, runtime, log) inside the
+The server is the tests' own `JupyterProcess` (tests/support/jupyter_process.py), so there is one
+way to start one: `python -m jupyter_server` in a subprocess on a free loopback port, with a token,
+Conch enabled, `offline_delay=0`, and every file it writes (data, seal key, runtime, log) inside the
 folder given. No provider key from the environment reaches it.
 
 The server runs the conch_jupyter of this checkout, whatever the venv's editable install points
@@ -16,20 +16,17 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-# The test doubles live with the tests. First on the path, even when the editable install has
-# put the checkout there already: a dependency (confusables) ships a top-level `tests` package.
-if sys.path[:1] != [str(REPO)]:
-    sys.path.insert(0, str(REPO))
+# Run as `python -m benchmarks.…` from the checkout, so the checkout comes first on the path
+# (before a dependency's own top-level `tests` package: confusables ships one).
+from tests.support.jupyter_process import JupyterProcess
 
-from tests.jupyter_process import JupyterProcess  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def server_code() -> Path:

@@ -166,7 +166,8 @@ def reference_server(
     process = subprocess.Popen(
         [
             sys.executable,
-            __file__,
+            "-m",
+            "benchmarks._reference",
             str(hashes),
             *([str(folder / "reference-tasks.sqlite3")] if database else []),
         ],

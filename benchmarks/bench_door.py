@@ -27,7 +27,7 @@ of it. `--server-code DIR` runs the Jupyter server on the conch_jupyter of the c
 CONCH_BENCH_SERVER_CODE does, see _jupyter.py): how the "before" columns were made.
 Prints; never asserts.
 
-    .venv/bin/python benchmarks/bench_door.py [--quick] [--seconds 2] [--rounds 3]
+    .venv/bin/python -m benchmarks.bench_door [--quick] [--seconds 2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -47,14 +47,13 @@ from pathlib import Path
 
 import httpx
 
-# benchmarks/ is on sys.path: it is the running script's folder.
-from _door_load import PER_KEY, QUESTION, Load, Plan, run_load
-from _jupyter import conch_server, enable_floor, profile, server_code_line
-from _machine import code_line, disk_line, load_line, machine_line, summarize
-from _reference import reference_server
+from conch_jupyter.store.rows import ordered_uuid, row_id
+from tests.support.jupyter_process import JupyterProcess
 
-from conch_jupyter.rows import ordered_uuid, row_id
-from tests.jupyter_process import JupyterProcess
+from ._door_load import PER_KEY, QUESTION, Load, Plan, run_load
+from ._jupyter import conch_server, enable_floor, profile, server_code_line
+from ._machine import code_line, disk_line, load_line, machine_line, summarize
+from ._reference import reference_server
 
 AGENT = "researcher"  # a default agent: the built-in offline one when no model is configured
 

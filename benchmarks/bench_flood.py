@@ -1,14 +1,14 @@
 """A user's chat API while the door takes a flood of junk: the latency of reading a running chat,
 quiet and then during 20,000 junk requests at the door (2,000 with --quick).
 
-The flood is tests/test_load.py's own (one way to flood): 30 kinds of junk (no key, wrong and
+The flood is tests/load/test_load.py's own (one way to flood): 30 kinds of junk (no key, wrong and
 garbage keys, browsers, foreign Hosts, malformed, oversized and nested bodies, messages past the
 bucket …) from a spawned child process, from three loopback addresses (127.x.y.z) where Linux
 allows, 24 callers at once. The chat is that file's RunningChat: Dot, Eve and Fay on a scripted
 model server hand on in rounds of 8 streamed replies, a new round whenever one ends, and the chat
 is read (`GET conversations/{id}`, as the user's view does) every 20 ms. Prints; never asserts.
 
-    .venv/bin/python benchmarks/bench_flood.py [--quick] [--requests 20000]
+    .venv/bin/python -m benchmarks.bench_flood [--quick] [--requests 20000]
 """
 
 from __future__ import annotations
@@ -21,12 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# benchmarks/ is on sys.path: it is the running script's folder; _jupyter puts the repo there too.
-from _jupyter import conch_server, enable_floor, profile, server_code_line
-from _machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
-
-from tests.scripted_models import ScriptedModels
-from tests.test_load import (
+from tests.load.test_load import (
     GUESSER,
     INSTANT,
     STREAMED,
@@ -36,6 +31,10 @@ from tests.test_load import (
     loopback_addresses,
     respond,
 )
+from tests.support.scripted_models import ScriptedModels
+
+from ._jupyter import conch_server, enable_floor, profile, server_code_line
+from ._machine import code_line, cpu_ns, disk_line, load_line, machine_line, summarize
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """How long `mentions_in` takes on a long message, next to two naive ways of finding mentions.
 
-A 16,000-character message (the per-message size the door takes, talk.QUOTE_LIMIT) and a room
+A 16,000-character message (the per-message size the door takes, prompts.QUOTE_LIMIT) and a room
 of 50 agents whose names share prefixes ("Research Lead", "Researcher", "Research-Bot"). The
 realistic text is prose with a handful of real mentions plus the things mentions_in must skip:
 inline code, a fenced block of decorators, URLs and e-mail addresses. The worst cases are dense
@@ -12,7 +12,7 @@ they are here to give the numbers a scale, not as rivals. Each repetition times 
 implementation, in a rotating order, so shared-machine noise hits all of them alike. Prints;
 never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_mentions.py [--seconds-per-case 3]
+    .venv/bin/python -m benchmarks.bench_mentions [--seconds-per-case 3]
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-# benchmarks/ is on sys.path: it is the running script's folder.
-from _machine import code_line, load_line, machine_line, summarize
+from conch_jupyter.rounds import mentions, prompts
+from conch_jupyter.rounds.mentions import mentions_in
 
-from conch_jupyter import mentions, talk
-from conch_jupyter.mentions import mentions_in
+from ._machine import code_line, load_line, machine_line, summarize
 
-MESSAGE_CHARS = talk.QUOTE_LIMIT
+MESSAGE_CHARS = prompts.QUOTE_LIMIT
 
 NAMES = (
     "Researcher", "Research Lead", "Research-Bot", "Writer", "Writer Prose", "Writer2",

@@ -8,7 +8,7 @@ your agents against as many outside agents; the message is 2,000 characters with
 mentions. Also the first call ever, which reads Unicode's confusables data. Prints; never asserts
 on speed.
 
-    .venv/bin/python benchmarks/bench_names.py
+    .venv/bin/python -m benchmarks.bench_names
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-# benchmarks/ is on sys.path: it is the running script's folder.
-from _machine import code_line, load_line, machine_line
+from conch_jupyter.core import names
+from conch_jupyter.rounds.mentions import _mention_pattern, mentions_in, read_mentions
 
-from conch_jupyter import names
-from conch_jupyter.mentions import _mention_pattern, mentions_in, read_mentions
+from ._machine import code_line, load_line, machine_line
 
 OURS = ["Researcher", "Writer", "Critic", "Editor", "Data Analyst", "Planner", "Coder", "Scout"]
 OUTSIDE = ["Helper", "Travel Desk", "Rail Planner", "Weather", "Translator", "Legal Desk"]

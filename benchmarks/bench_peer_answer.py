@@ -10,7 +10,7 @@ pattern as bench_door.py: each pairing sends 5 messages in one context (its firs
 chat), then is not used again. `--profile FILE` runs cProfile over the concurrent part (the event
 loop's thread only) and prints its top. Prints; never asserts.
 
-    .venv/bin/python benchmarks/bench_peer_answer.py [--messages 800] [--concurrency 8]
+    .venv/bin/python -m benchmarks.bench_peer_answer [--messages 800] [--concurrency 8]
 """
 
 from __future__ import annotations
@@ -21,27 +21,24 @@ import cProfile
 import json
 import pstats
 import secrets
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-# The checkout first, so its conch_jupyter is the one measured.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _machine import code_line, load_line, machine_line
-
 from conch_jupyter.a2a.door.calls import read_call
-from conch_jupyter.a2a.door.pairing import Pairing
-from conch_jupyter.a2a.door.peer import PeerService
-from conch_jupyter.agents import AgentStore
-from conch_jupyter.hub import Hub
+from conch_jupyter.agents.agent_store import AgentStore
+from conch_jupyter.core.sealed import SealedFile
+from conch_jupyter.door.pairing import Pairing
+from conch_jupyter.door.service import PeerService
 from conch_jupyter.providers.base import ProviderConfig
-from conch_jupyter.sealed import SealedFile
-from conch_jupyter.store import Store
-from conch_jupyter.turn import Turns
+from conch_jupyter.rounds.turn import Turns
+from conch_jupyter.store.chats import Store
+from conch_jupyter.store.hub import Hub
+
+# The checkout first, so its conch_jupyter is the one measured.
+from ._machine import code_line, load_line, machine_line
 
 PER_KEY = 5
 QUESTION = "What would you look at first in a quarterly sales table?"

@@ -1,9 +1,9 @@
 """How long a model's streamed chunk takes to reach a client of Conch's event stream, next to the
 same stream read straight from the model.
 
-The model is a scripted OpenAI-compatible server (tests/scripted_models.py) in this process that
-stamps each text chunk (time.perf_counter_ns) just before writing it to the socket. Each chunk's
-text is unique ("r03c117 "), so wherever it arrives it can be matched to its stamp.
+The model is a scripted OpenAI-compatible server (tests/support/scripted_models.py) in this process
+that stamps each text chunk (time.perf_counter_ns) just before writing it to the socket. Each
+chunk's text is unique ("r03c117 "), so wherever it arrives it can be matched to its stamp.
 
 - Through Conch: a real Jupyter server in a subprocess (the tests' JupyterProcess) with one agent
   on the scripted server; a message in a chat starts one reply; a client in this process follows
@@ -17,7 +17,7 @@ Both stamps come from this process's clock. The model server runs in its own thr
 paths it shares the GIL with the client that reads. Replies alternate between the two paths, and
 the first of each is a warm-up. Prints; never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_stream_latency.py [--replies 8] [--chunks 200] [--delay 0.005]
+    .venv/bin/python -m benchmarks.bench_stream_latency [--replies 8] [--chunks 200] [--delay 0.005]
 """
 
 from __future__ import annotations
@@ -35,13 +35,17 @@ from pathlib import Path
 
 import httpx
 
-# benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
-# repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import api_client, checked, conch_server, server_code_line, sse_events
-from _machine import code_line, disk_line, load_line, machine_line, summarize
+from tests.support.jupyter_process import JupyterProcess
+from tests.support.scripted_models import (
+    RecordedRequest,
+    Reply,
+    ScriptedModels,
+    _chunk,
+    _openai_events,
+)
 
-from tests.jupyter_process import JupyterProcess
-from tests.scripted_models import RecordedRequest, Reply, ScriptedModels, _chunk, _openai_events
+from ._jupyter import api_client, checked, conch_server, server_code_line, sse_events
+from ._machine import code_line, disk_line, load_line, machine_line, summarize
 
 _HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"

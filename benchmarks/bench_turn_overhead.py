@@ -10,17 +10,17 @@ after its reply, as `connection: close` says; a hosted API would keep it alive).
 
 Set-up: a real Jupyter server in a subprocess (the tests' JupyterProcess, see _jupyter.py) with
 Conch enabled and its data in a temporary folder; three agents on a scripted OpenAI-compatible
-server (tests/scripted_models.py) that hand on in a cycle, Ann "@Bob", Bob "@Cat", Cat "@Ann", so
-every round is 8 replies and ends at the reply limit; rounds started one after another over HTTP
-in one chat, while a second client follows the chat's server-sent events. Only gaps inside a
-round count (7 per round): the time between rounds is this script's own HTTP round trip. The
+server (tests/support/scripted_models.py) that hand on in a cycle, Ann "@Bob", Bob "@Cat", Cat
+"@Ann", so every round is 8 replies and ends at the reply limit; rounds started one after another
+over HTTP in one chat, while a second client follows the chat's server-sent events. Only gaps inside
+a round count (7 per round): the time between rounds is this script's own HTTP round trip. The
 first rounds are warm-up.
 
 Side by side: the pure engine (rounds.Round) driven through the same rounds with no I/O, timing
 `handle(ReplyEnded(...))` to the next Speak decision, so the ratio shows what storage, HTTP and
 fan-out cost. Prints; never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_turn_overhead.py [--rounds 60] [--warmup 3] [--followers 1]
+    .venv/bin/python -m benchmarks.bench_turn_overhead [--rounds 60] [--warmup 3] [--followers 1]
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ from typing import Any
 
 import httpx
 
-# benchmarks/ is on sys.path: it is the running script's folder. _jupyter also puts the
-# repository there, for the server and the scripted model server, which live with the tests.
-from _jupyter import (
+from conch_jupyter.rounds.engine import ReplyEnded, Roster, Round, Speak
+from tests.support.jupyter_process import JupyterProcess
+from tests.support.scripted_models import RecordedRequest, Reply, ScriptedModels
+
+from ._jupyter import (
     api_client,
     checked,
     conch_server,
@@ -53,11 +55,7 @@ from _jupyter import (
     server_code_line,
     sse_events,
 )
-from _machine import code_line, cpu_split_ns, disk_line, load_line, machine_line, summarize
-
-from conch_jupyter.rounds import ReplyEnded, Roster, Round, Speak
-from tests.jupyter_process import JupyterProcess
-from tests.scripted_models import RecordedRequest, Reply, ScriptedModels
+from ._machine import code_line, cpu_split_ns, disk_line, load_line, machine_line, summarize
 
 AGENTS = ("Ann", "Bob", "Cat")
 # Short replies that hand on, a few words each: every word is a delta fanned out to the follower.

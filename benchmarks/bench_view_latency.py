@@ -3,8 +3,8 @@ real JupyterLab's Conch itself (the direct path), paced and in a burst; median, 
 
 The model is bench_stream_latency's stamped scripted OpenAI-compatible server: it stamps each
 unique text chunk ("r01c017 ") just before writing it to the socket. JupyterLab runs in a
-subprocess (the tests' tests/lab.py) with one agent on that server. The page is JupyterLab's own
-(its config, its cookies), with the built view mounted on it for one chat, as anywidget mounts
+subprocess (the tests' tests/support/lab.py) with one agent on that server. The page is JupyterLab's
+own (its config, its cookies), with the built view mounted on it for one chat, as anywidget mounts
 it, with no kernel in between; a MutationObserver stamps each chunk's text the moment the view
 has put it in the page (in the streaming reply, or in the settled reply when a burst arrives
 within one read). Both stamps are wall-clock (this machine's), so the difference is the
@@ -16,28 +16,27 @@ the view's reader, its state and its drawing.
 
 Prints; never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_view_latency.py [--replies 4]
+    .venv/bin/python -m benchmarks.bench_view_latency [--replies 4]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _machine import code_line, load_line, machine_line, summarize
 from bench_stream_latency import StampedModels, script
 
+from ._machine import code_line, load_line, machine_line, summarize
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from hatch_build import STATIC, build_view  # noqa: E402
-from tests.browser import ARGS, CHROMIUM  # noqa: E402
-from tests.lab import Lab, running_lab  # noqa: E402
+from tests.support.browser import ARGS, CHROMIUM  # noqa: E402
+from tests.support.lab import Lab, running_lab  # noqa: E402
 
 MOUNT = """async ([source, id]) => {
   const el = document.createElement("div");

@@ -2,8 +2,8 @@
 the same reply at 5,000 to 40,000 characters (100-character chunks), to see the growth.
 
 - Kernel or server side, per chunk: before, the kernel drew the whole reply's Markdown sealed
-  (render.py) on every chunk, so a reply cost the square of its length; now a streaming reply is
-  plain text, appended, and drawn sealed once, when it settles (server side, for every view).
+  (core/render.py) on every chunk, so a reply cost the square of its length; now a streaming
+  reply is plain text, appended, and drawn sealed once, when it settles (server side).
 - In the page (Debian's chromium, the built view on a static page, as the harness tests mount
   it): the view's main-thread time per chunk, layout included (each chunk is followed by a
   forced layout), now (the new words appended, a paragraph to a block) next to before (the whole
@@ -14,13 +14,12 @@ the same reply at 5,000 to 40,000 characters (100-character chunks), to see the 
 If the cost grows linearly, the per-1,000-character column stays flat as the reply grows.
 Prints; never asserts on speed.
 
-    .venv/bin/python benchmarks/bench_view_stream.py
+    .venv/bin/python -m benchmarks.bench_view_stream
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,16 +28,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from _machine import code_line, load_line, machine_line
+from ._machine import code_line, load_line, machine_line
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from conch_jupyter.render import render_markdown  # noqa: E402
+from conch_jupyter.core.render import render_markdown  # noqa: E402
 from hatch_build import STATIC, build_view  # noqa: E402
-from tests.browser import ARGS, CHROMIUM  # noqa: E402
+from tests.support.browser import ARGS, CHROMIUM  # noqa: E402
 
 SIZES = (5_000, 10_000, 20_000, 40_000)
 CHUNK = 100

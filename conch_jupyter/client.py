@@ -31,7 +31,7 @@ from .client_base import (
     Rows,
     locate_server,
 )
-from .sse import aiter_events, iter_events
+from .core.sse import aiter_events, iter_events
 
 __all__ = [
     "KERNEL_KEY_HEADER",

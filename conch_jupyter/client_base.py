@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import ConchError
-from .sse import SSEEvent
+from .core.errors import ConchError
+from .core.sse import SSEEvent
 
 KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
 
@@ -31,11 +31,11 @@ Rows = list[dict[str, Any]]
 
 
 class ConchClientError(ConchError):
-    """The API said no, in words (`code` is the API's error code; `status` its HTTP status)."""
+    """The API said no, in words (`code` is the API's error code; `status` the HTTP status the
+    server answered with, kept as it came)."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(code, message)
-        self.status = status
+        super().__init__(code, message, status=status)
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows this instead of a traceback: a refusal in words is not a crash.
@@ -43,6 +43,8 @@ class ConchClientError(ConchError):
 
 
 class ConchNotFound(ConchClientError):
+    """No server with Conch was found: nobody answered, so `status` is 0 and `code` `no_server`."""
+
     def __init__(self, message: str) -> None:
         super().__init__(0, "no_server", message)
 

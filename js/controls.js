@@ -11,7 +11,7 @@ import { h } from "./dom.js";
  * @param {string} label @param {string} ask @param {() => void} act
  */
 export function confirmButton(label, ask, act) {
-  const button = h("button", { type: "button", class: "conch-button conch-quiet" , text: label });
+  const button = h("button", { type: "button", class: "conch-button conch-quiet", text: label });
   let armed = false;
   button.addEventListener("click", () => {
     if (!armed) {

@@ -4,7 +4,7 @@
  * place sealed HTML is inserted, SVG nodes, an agent's colour, and the person's motion setting.
  *
  * Safety: `html` is the only way HTML reaches the page, and only sealed HTML is given to it (the
- * server draws Markdown with conch_jupyter/render.py: markdown-it, then an nh3 allowlist).
+ * server draws Markdown with conch_jupyter/core/render.py: markdown-it, then an nh3 allowlist).
  */
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -36,7 +36,8 @@ export function h(tag, props = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") el.className = value;
     else if (key === "text") el.textContent = value;
-    else if (key === "html") el.innerHTML = value; // sealed HTML from render.py only
+    // sealed HTML from core/render.py only
+    else if (key === "html") el.innerHTML = value;
     else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }

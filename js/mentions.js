@@ -5,11 +5,11 @@
  *
  * Someone else's card must never decide where your words go (spec 0112, issue 16): the picker
  * never offers two entries that read as one. Names are compared as the server compares them
- * (conch_jupyter/names.py's name_key: accents and invisible characters removed, NFKC, case
- * folded; tests/test_view_names.py checks both give the same keys), and your agent always wins:
+ * (conch_jupyter/core/names.py's name_key: accents and invisible characters removed, NFKC, case
+ * folded; tests/server/test_view_names.py checks both give the same keys), and your agent always wins:
  * - an outside agent the server marks `clashes_with` one of yours (equal, a start of one another,
  *   or alike to the eye by Unicode's confusables) is not offered: a mention of it would go to
- *   your agent anyway (mentions.py), so offering it would mislead;
+ *   your agent anyway (rounds/mentions.py), so offering it would mislead;
  * - an outside agent whose key is equal to, starts with, or is the start of one of yours is not
  *   offered either, even where the server said nothing (the same rule, by key, on this side);
  * - of entries with the same key only the first is kept, yours before outside agents'.
@@ -17,10 +17,10 @@
 
 /** @typedef {{name: string, outside: boolean, clashes_with?: string | null}} Mention */
 
-/** What may follow a name that another name starts with: names.py's NAME_MARKS. */
+/** What may follow a name that another name starts with: core/names.py's NAME_MARKS. */
 const NAME_MARKS = " -_.";
 
-// Characters drawn as nothing (Default_Ignorable_Code_Point, as names.py lists them), and
+// Characters drawn as nothing (Default_Ignorable_Code_Point, as core/names.py lists them), and
 // nonspacing and enclosing marks (accents, once a name is decomposed).
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
 const MARKS = /[\p{Mn}\p{Me}]/gu;
@@ -49,7 +49,7 @@ function cherokeeCapital(code) {
 }
 
 /**
- * The key names are compared by, as names.py's name_key makes it: without invisible characters
+ * The key names are compared by, as core/names.py's name_key makes it: without invisible characters
  * or accents, spaces collapsed, NFKC, case folded, NFKC again.
  * @param {string} name
  */
@@ -66,7 +66,7 @@ function startsWith(longer, shorter) {
 }
 
 /**
- * Whether two names clash by key (names.py's clash rule without the look-alike half, which needs
+ * Whether two names clash by key (core/names.py's clash rule without the look-alike half, which needs
  * Unicode's confusables table and comes from the server as `clashes_with`): equal, or one the
  * start of the other followed by a space, "-", "_" or ".".
  * @param {string} name @param {string} other

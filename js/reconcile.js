@@ -49,7 +49,5 @@ export function textChange(shown, text) {
 export function paragraphPieces(shown, added) {
   if (!added) return [];
   const pieces = added.split(/(?<=\n\n)/);
-  return pieces
-    .map((text, i) => ({ fresh: i > 0 || shown === "" || shown.endsWith("\n\n"), text }))
-    .filter((piece) => piece.text !== "");
+  return pieces.map((text, i) => ({ fresh: i > 0 || shown === "" || shown.endsWith("\n\n"), text })).filter((piece) => piece.text !== "");
 }

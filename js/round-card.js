@@ -76,10 +76,7 @@ export function roundCard(first, ctx) {
         h(
           "span",
           {
-            class:
-              "conch-face" +
-              (face.outside ? " is-outside" : "") +
-              (i === item.floor && item.state === "live" ? " has-floor" : ""),
+            class: "conch-face" + (face.outside ? " is-outside" : "") + (i === item.floor && item.state === "live" ? " has-floor" : ""),
             style: `left: ${faceX(i, item.faces.length)}%; --conch-hue: ${hue(face.name)}`,
             "data-face": face.id,
             title: face.outside ? `${face.name} — outside agent` : face.name,
@@ -168,14 +165,25 @@ export function roundCard(first, ctx) {
       cancel();
       el.classList.add("is-folding");
       const out = stage.animate(
-        [{ opacity: 1, transform: "translateY(0)" }, { opacity: 0, transform: "translateY(-6px) scale(0.98)" }],
+        [
+          { opacity: 1, transform: "translateY(0)" },
+          { opacity: 0, transform: "translateY(-6px) scale(0.98)" },
+        ],
         { duration: FOLD_MS, easing: "ease-in" },
       );
       running = [out];
       out.onfinish = () => {
         el.classList.remove("is-folding");
         el.dataset.state = item.state;
-        running = [folded.animate([{ opacity: 0, transform: "translateY(4px)" }, { opacity: 1, transform: "none" }], { duration: 200, easing: "ease-out" })];
+        running = [
+          folded.animate(
+            [
+              { opacity: 0, transform: "translateY(4px)" },
+              { opacity: 1, transform: "none" },
+            ],
+            { duration: 200, easing: "ease-out" },
+          ),
+        ];
       };
       return;
     }

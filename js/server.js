@@ -30,7 +30,10 @@ export function pageServer(doc = document) {
 
 /** A cookie's value, as JupyterLab reads `_xsrf`. @param {string} cookies @param {string} name */
 export function cookie(cookies, name) {
-  const found = cookies.split(";").map((c) => c.trim()).find((c) => c.startsWith(`${name}=`));
+  const found = cookies
+    .split(";")
+    .map((c) => c.trim())
+    .find((c) => c.startsWith(`${name}=`));
   return found ? decodeURIComponent(found.slice(name.length + 1)) : "";
 }
 

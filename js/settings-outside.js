@@ -37,20 +37,26 @@ function enterSends(input, send, cancel) {
  */
 export function outsideSection(source, list) {
   const paste = /** @type {HTMLTextAreaElement} */ (
-    h("textarea", { class: "conch-paste", rows: 2, "aria-label": "Outside agent's address and key", placeholder: "Paste the agent's address (and its key, if you were given one)" })
+    h("textarea", {
+      class: "conch-paste",
+      rows: 2,
+      "aria-label": "Outside agent's address and key",
+      placeholder: "Paste the agent's address (and its key, if you were given one)",
+    })
   );
-  const outsideName = /** @type {HTMLInputElement} */ (
-    h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the card's" })
-  );
+  const outsideName = /** @type {HTMLInputElement} */ (h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the card's" }));
   const askName = h("p", { class: "conch-small conch-ask-name", hidden: true, text: "Type a name of your own in Name, then Add again." });
   const add = () => source.act({ type: "outside.add", paste: paste.value, name: outsideName.value.trim() || null });
   enterSends(outsideName, add);
   const outsideForm = h(
     "form",
-    { class: "conch-form conch-outside-add", onsubmit: (/** @type {Event} */ e) => {
-      e.preventDefault();
-      add();
-    } },
+    {
+      class: "conch-form conch-outside-add",
+      onsubmit: (/** @type {Event} */ e) => {
+        e.preventDefault();
+        add();
+      },
+    },
     h(
       "div",
       { class: "conch-field-row conch-outside-row" },
@@ -72,10 +78,13 @@ export function outsideSection(source, list) {
     enterSends(input, rename, () => stopRename());
     const el = h(
       "form",
-      { class: "conch-rename", onsubmit: (/** @type {Event} */ e) => {
-        e.preventDefault();
-        rename();
-      } },
+      {
+        class: "conch-rename",
+        onsubmit: (/** @type {Event} */ e) => {
+          e.preventDefault();
+          rename();
+        },
+      },
       input,
       h("button", { type: "submit", class: "conch-button", text: "Save" }),
       h("button", { type: "button", class: "conch-button conch-quiet", text: "Cancel", onclick: () => stopRename() }),

@@ -8,11 +8,10 @@
 
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
-import { ChatState, buildItems } from "./timeline.js";
 
 /**
  * @typedef {import("./settings.js").SettingsSource} SettingsSource
- * @typedef {import("./chat-view.js").Model} Model
+ * @typedef {import("./chat-source.js").Model} Model
  */
 
 export const UNAVAILABLE = {
@@ -166,9 +165,9 @@ export function directSettings(api, section) {
         const listed = (await api.request("GET", `pairings/${encodeURIComponent(pairing)}/chats`)).chats;
         const chats = [];
         for (const chat of listed) {
-          const read = new ChatState();
-          read.take({ type: "snapshot", conversation: await api.request("GET", `conversations/${encodeURIComponent(chat.id)}`) });
-          chats.push({ id: chat.id, created: chat.created, items: buildItems(read, { userLabel: "The other agent" }) });
+          // Raw, as the kernel passes it in the relay: the view draws both the same way.
+          const conversation = await api.request("GET", `conversations/${encodeURIComponent(chat.id)}`);
+          chats.push({ id: chat.id, created: chat.created, conversation });
         }
         state.update({ said: { pairing, chats, note: chats.length ? "" : "It has not said anything yet." } });
       }),

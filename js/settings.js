@@ -14,6 +14,7 @@ import { confirmButton, field } from "./controls.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { outsideSection } from "./settings-outside.js";
+import { itemsOf } from "./timeline.js";
 
 /**
  * @typedef {{
@@ -23,8 +24,26 @@ import { outsideSection } from "./settings-outside.js";
  *   listen(callback: (message: any) => void): () => void,
  *   close(): void,
  * }} SettingsSource
+ * @typedef {import("./items.js").Item} DrawnItem
  */
 
+/** @type {WeakMap<object, DrawnItem[]>} */
+const SAID = new WeakMap();
+
+/**
+ * A pairing's chat (the server's snapshot of it) as items, the other agent's words labelled as
+ * its: built once per chat read, not at every redraw.
+ * @param {any} conversation
+ */
+function saidItems(conversation) {
+  if (!conversation || typeof conversation !== "object") return [];
+  let items = SAID.get(conversation);
+  if (!items) {
+    items = /** @type {DrawnItem[]} */ (itemsOf(conversation, { userLabel: "The other agent" }));
+    SAID.set(conversation, items);
+  }
+  return items;
+}
 
 const SECTIONS = [
   ["agents", "Your agents"],
@@ -159,7 +178,10 @@ export function settingsView(source, el) {
   // Outside agents (settings-outside.js).
   const outside = outsideSection(source, lists.outside);
   panels.outside.append(
-    h("p", { class: "conch-muted", text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words." }),
+    h("p", {
+      class: "conch-muted",
+      text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words.",
+    }),
     notes.outside,
     problems.outside,
     lists.outside,
@@ -174,11 +196,14 @@ export function settingsView(source, el) {
   const said = h("div", { class: "conch-said", hidden: true });
   const pairForm = h(
     "form",
-    { class: "conch-form", onsubmit: (/** @type {Event} */ e) => {
-      e.preventDefault();
-      const agents = [...choices.querySelectorAll("input:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
-      source.act({ type: "pairing.add", agents, remote: remote.checked });
-    } },
+    {
+      class: "conch-form",
+      onsubmit: (/** @type {Event} */ e) => {
+        e.preventDefault();
+        const agents = [...choices.querySelectorAll("input:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
+        source.act({ type: "pairing.add", agents, remote: remote.checked });
+      },
+    },
     h("h4", { class: "conch-form-title", text: "Pair an agent" }),
     choices,
     h("label", { class: "conch-check" }, remote, h("span", { text: "It runs on another computer (this turns on “From your own address” for other apps)" })),
@@ -232,9 +257,7 @@ export function settingsView(source, el) {
       ),
     );
     choices.replaceChildren(
-      ...agents.map((agent) =>
-        h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name })),
-      ),
+      ...agents.map((agent) => h("label", { class: "conch-check" }, h("input", { type: "checkbox", value: agent.id }), h("span", { text: agent.name }))),
     );
   }
 
@@ -261,7 +284,12 @@ export function settingsView(source, el) {
           h(
             "div",
             { class: "conch-row-actions" },
-            h("button", { type: "button", class: "conch-button conch-quiet conch-reads", text: "What it said", onclick: () => source.act({ type: "pairing.said", id: pairing.id }) }),
+            h("button", {
+              type: "button",
+              class: "conch-button conch-quiet conch-reads",
+              text: "What it said",
+              onclick: () => source.act({ type: "pairing.said", id: pairing.id }),
+            }),
             confirmButton("Remove", "Remove: it can no longer reach you", () => source.act({ type: "pairing.remove", id: pairing.id })),
           ),
         ),
@@ -280,7 +308,7 @@ export function settingsView(source, el) {
         ),
         ...(what.note ? [h("p", { class: "conch-muted", text: what.note })] : []),
         ...(what.chats || []).map((/** @type {any} */ chat) =>
-          h("ol", { class: "conch-log conch-said-chat" }, ...chat.items.map((/** @type {any} */ item) => drawItem(item, quiet).el)),
+          h("ol", { class: "conch-log conch-said-chat" }, ...saidItems(chat.conversation).map((item) => drawItem(item, quiet).el)),
         ),
       );
     }
@@ -313,7 +341,15 @@ export function settingsView(source, el) {
         "div",
         { class: "conch-actions" },
         copy,
-        h("button", { type: "button", class: "conch-button conch-quiet", text: "Done", onclick: () => { once.hidden = true; once.replaceChildren(); } }),
+        h("button", {
+          type: "button",
+          class: "conch-button conch-quiet",
+          text: "Done",
+          onclick: () => {
+            once.hidden = true;
+            once.replaceChildren();
+          },
+        }),
       ),
     );
     once.hidden = false;
@@ -367,4 +403,3 @@ export function settingsView(source, el) {
     root.remove();
   };
 }
-

@@ -29,7 +29,10 @@ export class Store {
   /** @param {string} event @param {(...args: any[]) => void} callback */
   on(event, callback) {
     let set = this.handlers.get(event);
-    if (!set) this.handlers.set(event, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.handlers.set(event, set);
+    }
     set.add(callback);
   }
 

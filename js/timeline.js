@@ -13,8 +13,8 @@
  * marks an outside agent's turn). While the round runs, the live round state adds whoever has
  * the floor. The card's words say what its picture shows.
  *
- * The kernel-side mirror of this file is conch_jupyter/widget/timeline.py (the relay fallback
- * and the Python API); tests/test_view_js.py checks both draw the same items from one stream.
+ * The timeline is built here only: where the view draws through the kernel (the relay), the
+ * kernel passes the stream's raw items on and chat-source.js feeds them in here all the same.
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
@@ -229,6 +229,16 @@ export function buildItems(state, { userLabel = "You" } = {}) {
   return underReplies(items);
 }
 
+/**
+ * A chat read once (a snapshot: GET conversations/{id}), as items: "What it said" in Settings.
+ * @param {Item} conversation @param {{userLabel?: string}} [options] @returns {Item[]}
+ */
+export function itemsOf(conversation, options) {
+  const state = new ChatState();
+  state.take({ type: "snapshot", conversation });
+  return buildItems(state, options);
+}
+
 /** @param {Item} message @param {Names} names @param {string} userLabel @returns {Item} */
 function messageItem(message, names, userLabel) {
   const id = String(message.id);
@@ -237,7 +247,8 @@ function messageItem(message, names, userLabel) {
     return { kind: Object.keys(place).length ? "handover" : "note", id, text: String(message.text || "") };
   }
   const html = String(message.html || "");
-  if (message.role === "user") return message.via ? { kind: "user", id, who: userLabel, html, via: String(message.via) } : { kind: "user", id, who: userLabel, html };
+  if (message.role === "user")
+    return message.via ? { kind: "user", id, who: userLabel, html, via: String(message.via) } : { kind: "user", id, who: userLabel, html };
   const agent = String(message.agent || "");
   if (message.role === "tool") return toolItem(message, names.name(agent));
   const item = { id, agent, name: names.name(agent), html };
@@ -259,7 +270,7 @@ function cardItem(card, state, latestOpen) {
   const rnd = latestOpen ? state.round : null;
   const live = latestOpen && (rnd !== null || state.busy);
   const path = [...card.speakers];
-  const floorId = rnd && rnd.speaker ? String(rnd.speaker) : null;
+  const floorId = rnd?.speaker ? String(rnd.speaker) : null;
   if (floorId && path[path.length - 1] !== floorId) path.push(floorId);
   const order = [...new Set([...card.named, ...path])];
   const outside = new Set([...card.outside, ...order.filter((a) => names.outside.has(a))]);
@@ -280,7 +291,7 @@ function cardItem(card, state, latestOpen) {
   }
   const item = { kind: "round", id: card.id, faces, passes };
   if (live) {
-    const floor = floorId !== null ? at.get(floorId) ?? null : null;
+    const floor = floorId !== null ? (at.get(floorId) ?? null) : null;
     let line;
     let announce;
     if (floor !== null && rnd) {
@@ -300,7 +311,7 @@ function cardItem(card, state, latestOpen) {
   const spoken = card.speakers.map((a) => names.name(a));
   // The server's words, or (a round the server forgot when it restarted) words of our own.
   const words = card.end?.words || foldedWords(spoken, card.end ? Number(card.end.turns || 0) : spoken.length);
-  const last = path.length ? at.get(path[path.length - 1]) ?? null : null;
+  const last = path.length ? (at.get(path[path.length - 1]) ?? null) : null;
   return { ...item, state: "folded", floor: last, line: words, announce: words, picture };
 }
 

@@ -121,7 +121,12 @@ export function approvals(actions, announce, refocus) {
     const label = sending ? "The words" : "The code";
     const code = h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
     const headWords = sending
-      ? [h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }), " send these words to ", h("span", { class: "conch-who", text: who }), " (an outside agent)?"]
+      ? [
+          h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
+          " send these words to ",
+          h("span", { class: "conch-who", text: who }),
+          " (an outside agent)?",
+        ]
       : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
@@ -149,7 +154,10 @@ export function approvals(actions, announce, refocus) {
       const node = block(asking);
       shown.set(asking.call_id, node);
       el.append(node);
-      if (asking.tool === SEND_OUTSIDE) announce(`A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`);
+      if (asking.tool === SEND_OUTSIDE)
+        announce(
+          `A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`,
+        );
       else announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
     }
     el.hidden = shown.size === 0;
@@ -185,7 +193,12 @@ export function stuckBlock(actions, announce, refocus) {
     pending = false;
     for (const button of [again, restart]) button.setAttribute("aria-disabled", "false");
   };
-  const again = h("button", { type: "button", class: "conch-button conch-interrupt", text: "Interrupt again", onclick: () => act("interrupt", "Interrupting…") });
+  const again = h("button", {
+    type: "button",
+    class: "conch-button conch-interrupt",
+    text: "Interrupt again",
+    onclick: () => act("interrupt", "Interrupting…"),
+  });
   const restart = h("button", {
     type: "button",
     class: "conch-button conch-quiet conch-restart",
@@ -226,7 +239,8 @@ export function stuckBlock(actions, announce, refocus) {
  */
 export function toolBlock(item) {
   const parts = [];
-  if (item.code) parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
+  if (item.code)
+    parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
   parts.push(
     h("div", { class: "conch-tool-label", text: "What came back" }),
     h("pre", { class: "conch-code conch-tool-output", tabindex: "0", text: item.output || "(nothing)" }),

@@ -4,9 +4,6 @@
  * taint, the runs asking for the user's yes, the call at work now, a run Stop could not end
  * (the kernel still busy with it: `stuck`), and a tool message as a chat item. Pure: no DOM, no
  * network (tested with node --test); timeline.js folds it into the chat.
- *
- * The kernel-side mirror of the items and words here is in conch_jupyter/widget/timeline.py;
- * tests/test_view_js.py checks both draw the same items from one stream.
  */
 
 /**
@@ -194,7 +191,7 @@ export function underReplies(items) {
   /** @type {Item[]} */
   const out = [];
   /** @type {Item[]} */
-  let held = [];
+  const held = [];
   for (const item of items) {
     if (item.kind === "tool") {
       if (held.length && held[0].agent !== item.agent) out.push(...held.splice(0));

@@ -9,12 +9,11 @@
  * gone; elsewhere it falls back to relaying through the kernel.
  */
 
-import { chatView, directChat, relayedChat } from "./chat-view.js";
+import { directChat, relayedChat } from "./chat-source.js";
+import { chatView } from "./chat-view.js";
 import { ServerApi, pageServer } from "./server.js";
 import { settingsView } from "./settings.js";
 import { directSettings, relayedSettings } from "./settings-source.js";
-
-/** @typedef {import("./chat-view.js").Model} Model */
 
 /**
  * The page's server, if it runs Conch and knows this chat (a server without Conch, or another
@@ -34,16 +33,16 @@ async function reachable(probe) {
   }
 }
 
-export default {
-  /** @param {{model: Model, el: HTMLElement}} props */
-  async render({ model, el }) {
-    if (model.get("view") === "settings") {
-      const api = await reachable("agents");
-      const source = api ? directSettings(api, model.get("section")) : relayedSettings(model);
-      return settingsView(source, el);
-    }
-    const id = String(model.get("conversation_id") || "");
-    const api = id ? await reachable(`conversations/${encodeURIComponent(id)}`) : null;
-    return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
-  },
-};
+/** The anywidget view: draws the chat or Settings into el, returns its cleanup. @type {import("@anywidget/types").Render} */
+async function render({ model, el }) {
+  if (model.get("view") === "settings") {
+    const api = await reachable("agents");
+    const source = api ? directSettings(api, model.get("section")) : relayedSettings(model);
+    return settingsView(source, el);
+  }
+  const id = String(model.get("conversation_id") || "");
+  const api = id ? await reachable(`conversations/${encodeURIComponent(id)}`) : null;
+  return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
+}
+
+export default { render };

@@ -2,7 +2,7 @@
 /**
  * The view's own words for a round: the folded card's line when the server has none (a round it
  * forgot when it restarted), and lists joined the way people write them. The server's words
- * (conch_jupyter/talk.py's end_words, carried by round.ended) are used wherever they exist.
+ * (conch_jupyter/rounds/prompts.py's end_words, carried by round.ended) are used wherever they exist.
  */
 
 /** @param {string[]} items */
@@ -24,6 +24,6 @@ export function foldedWords(speakers, replies) {
 /** Two letters for a face: "Data Bot" → "DB", "Writer" → "W". @param {string} name */
 export function initials(name) {
   const words = name.replace(/[-_]/g, " ").split(/\s+/).filter(Boolean);
-  const letters = words.length > 1 ? words.slice(0, 2).map((w) => w[0]).join("") : name.slice(0, 1);
+  const letters = words.length > 1 ? words[0][0] + words[1][0] : name.slice(0, 1);
   return letters.toUpperCase() || "?";
 }

@@ -1,24 +1,26 @@
-"""Shared fixtures: a real Jupyter server with Conch loaded under the awkward base_url."""
+"""Shared fixtures: a real Jupyter server with Conch loaded under the awkward base_url.
+
+The tests live by kind: unit/ (no Jupyter server), server/ (a real Jupyter server in this
+process), system/ (whole Jupyter servers as processes: restarts, crashes, kernels from outside),
+browser/ (real JupyterLab and Notebook 7 in chromium), interop/ (other A2A stacks), load/ (load
+and the JupyterHub suite); what they share is support/ (which the benchmarks import too)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .jupyter_process import JupyterProcess
-from .scripted_models import ScriptedModels
+from .support.api import Api, Clock
+from .support.jupyter_process import JupyterProcess
+from .support.scripted_models import ScriptedModels
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
-Api = Callable[..., Awaitable[tuple[int, Any]]]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,19 +30,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from hatch_build import build_view
 
     build_view()
-
-
-class Clock:
-    """The one test clock, for code that takes a clock: each reading moves it on by `step`
-    (so every stored row gets its own time), and a test moves it further with `now +=`.
-    `step=0.0` keeps it still between a test's own moves."""
-
-    def __init__(self, now: float = 1_700_000_000.0, step: float = 1.0) -> None:
-        self.now, self.step = now, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,27 +120,3 @@ def api(jp_fetch: Any) -> Api:
         return response.code, json.loads(text) if text else None
 
     return call
-
-
-async def wait_for(check: Callable[[], Awaitable[Any]], timeout: float = 10.0) -> Any:
-    """Poll an async check until it returns something truthy; fail with the last value."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting; last value: {last!r}")
-
-
-async def settled(api: Api, conversation_id: str, timeout: float = 10.0) -> dict[str, Any]:
-    """The chat once it has answered everything it was sent."""
-
-    async def check() -> dict[str, Any] | None:
-        status, chat = await api("GET", f"conversations/{conversation_id}")
-        assert status == 200, chat
-        return None if chat["busy"] else chat
-
-    result: dict[str, Any] = await wait_for(check, timeout)
-    return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..talk import clean_text
+from ..core.text import clean_text
 from .wire import INTERRUPTED, TERMINAL, Version, WireError, state_v1
 
 # --- what comes back from an outside agent -----------------------------------------------

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..talk import clean_text
+from ..core.errors import ConchError
+from ..core.text import clean_text
 
 Version = Literal["1.0", "0.3"]
 VERSION_HEADER = "A2A-Version"
@@ -245,8 +246,14 @@ def task(
 # --- calling an outside agent ------------------------------------------------------------
 
 
-class WireError(ValueError):
-    """An answer that is not A2A: the words say what is wrong with it."""
+class WireError(ConchError, ValueError):
+    """An answer that is not A2A: the words say what is wrong with it (code `not_a2a`, status
+    502: the other side's answer, not the caller, is wrong)."""
+
+    status = 502
+
+    def __init__(self, words: str) -> None:
+        super().__init__("not_a2a", words)
 
 
 def rpc_call(method: str, params: dict[str, Any], request_id: RequestId) -> dict[str, Any]:
@@ -279,13 +286,15 @@ def send_params(
     return {"message": msg, "configuration": config}
 
 
-class RpcFault(Exception):
-    """A JSON-RPC error answer; `message` is the other side's words, cleaned and cut."""
+class RpcFault(ConchError):
+    """A JSON-RPC error answer; `message` is the other side's words, cleaned and cut, and
+    `rpc_code` its number (code `rpc`, status 502: the other side said no)."""
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    status = 502
+
+    def __init__(self, rpc_code: int, message: str) -> None:
+        super().__init__("rpc", message, logged=f"{rpc_code}: {message}")
+        self.rpc_code = rpc_code
 
 
 def rpc_answer(body: Any) -> Any:

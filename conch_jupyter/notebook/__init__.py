@@ -5,4 +5,6 @@ chat's kernel, found through the server's own session and kernel managers, drive
 jupyter_client's async client), `reading.py` (the saved notebook plus what the kernel ran since),
 `service.py` (NotebookTools: one tool call from decision to `tool.ended`, the user's yes or no,
 Stop).
+May import: `core`, `store` and `providers` (what a tool call is); never `rounds`, which
+offers these tools to a turn.
 """

@@ -95,11 +95,17 @@ _VARIABLES_EXPRESSION = (
 
 
 class NoKernel(Exception):
-    """The chat's notebook has no running kernel (or the chat has no notebook)."""
+    """The chat's notebook has no running kernel (or the chat has no notebook).
+
+    No ConchError: control flow between the kernel and the notebook tools, which answer the
+    agent's call in words ("this chat has no running kernel") and never let it out."""
 
 
 class KernelBusy(Exception):
-    """The user's own cell is still running: a read does not wait for it."""
+    """The user's own cell is still running: a read does not wait for it.
+
+    No ConchError: control flow between the kernel and the notebook tools, which answer the
+    agent's call in words (BUSY_WORDS) and never let it out."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +217,9 @@ class NotebookKernels:
             output = RunOutput()
             failed = False
             deadline = time.monotonic() + self.run_seconds
+            begun: list[bool] = []  # the kernel said it began the run (before any Stop)
             try:
-                failed = await self._collect(client, msg_id, output, deadline)
+                failed = await self._collect(client, msg_id, output, deadline, begun)
             except TimeoutError:
                 await self._interrupt(kernel_id)
                 with contextlib.suppress(TimeoutError):
@@ -225,7 +232,7 @@ class NotebookKernels:
                 )
             except asyncio.CancelledError:
                 # Stop: the agent's own code is what runs now (we waited for the user's cell).
-                if not await asyncio.shield(self._stop(kernel_id, client, msg_id)):
+                if not await asyncio.shield(self._stop(kernel_id, client, msg_id, bool(begun))):
                     stuck = self._watch(kernel_id, client, msg_id, lock)
                     handed_on = True
                     if on_stuck is not None:
@@ -352,17 +359,22 @@ class NotebookKernels:
                 told = True
             await asyncio.sleep(POLL_SECONDS)
 
-    async def _stop(self, kernel_id: str, client: Any, msg_id: str) -> bool:
+    async def _stop(self, kernel_id: str, client: Any, msg_id: str, begun: bool = False) -> bool:
         """Interrupt the agent's run. An interrupt that lands after the code was sent but before
         the kernel began it is lost (ipykernel ignores SIGINT between requests): so when the
         kernel says it began the run only after that interrupt, and the run goes on, interrupt
         it again. Never when the run began before (the first interrupt hit it): a second one
         could hit the user's cell queued behind it. A few tries, a moment apart, so Stop stays
         quick; code that swallows KeyboardInterrupt runs on, as it would for Jupyter's button.
-        True when the run ended; False when it still runs after the last try (it is stuck)."""
+        True when the run ended; False when it still runs after the last try (it is stuck).
+        `begun`: the kernel had said it began the run before Stop. When it had not, and still has
+        not after those tries (a busy machine), wait for it to begin (up to SETTLE_SECONDS) and
+        interrupt it then: a run that has not begun is not stuck."""
         began: list[bool] = []
         await self._interrupt(kernel_id)
-        for _ in range(STOP_TRIES):
+        tries = 0
+        late = time.monotonic() + SETTLE_SECONDS
+        while tries < STOP_TRIES:
             try:
                 await self._collect(
                     client, msg_id, RunOutput(0), time.monotonic() + STOP_WAIT_SECONDS, began
@@ -371,6 +383,8 @@ class NotebookKernels:
             except TimeoutError:
                 if began:  # it began after the interrupt, and goes on
                     await self._interrupt(kernel_id)
+                if begun or began or time.monotonic() >= late:
+                    tries += 1  # while it has not begun at all, only the late bound counts
         return False
 
     def _watch(self, kernel_id: str, client: Any, msg_id: str, lock: asyncio.Lock) -> StuckRun:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..providers.base import ToolSpec
-from ..rows import Mode  # "ask" (the default), "auto", "read": stored with each chat
+from ..store.rows import Mode  # "ask" (the default), "auto", "read": stored with each chat
 
 Action = Literal["run", "ask", "refuse"]
 # How one call ended (`tool.ended`'s state).

@@ -35,12 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConchError
-from ..files import StoreError
-from ..hub import Hub
+from ..core.errors import ConchError
+from ..core.files import StoreError
+from ..core.text import clean_text
 from ..providers.base import ToolCall
-from ..store import Conversation, Mode, NotFound, Store
-from ..talk import clean_text
+from ..store.chats import Conversation, Mode, NotFound, Store
+from ..store.hub import Hub
 from .kernel import KernelBusy, NoKernel, NotebookKernels, StuckRun
 from .reading import notebook_text, variables_text
 from .rules import (
@@ -73,13 +73,26 @@ NAME_LIMIT = 80
 BUSY_WORDS = "The kernel is busy running one of the user's cells; ask again once it is idle."
 
 
-class NotAsking(LookupError):
-    """The call is not waiting for a yes (any more): answered, skipped, or never asked."""
+class NotAsking(ConchError, LookupError):
+    """The call is not waiting for a yes (any more): answered, skipped, or never asked (409
+    `not_asking`)."""
+
+    status = 409
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(
+            "not_asking",
+            "That run is no longer asking.",
+            logged=f"The call {call_id} is no longer asking.",
+        )
+        self.call_id = call_id
 
 
 class KernelActionRefused(ConchError):
     """Interrupt again or Restart kernel had nothing to act on (codes `no_kernel`,
-    `not_stuck`), or the restart failed (`restart_failed`)."""
+    `not_stuck`), or the restart failed (`restart_failed`): 409 for each."""
+
+    status = 409
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ and `detect_default_provider` (what the default agents use on first start).
 
 The wire formats themselves live in `openai.py` and `anthropic.py`; the offline stand-in in
 `offline.py`. An API key never appears in an error's words: any echo of it is masked here.
+May import: `core`; nothing else of conch_jupyter.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from ..sse import SSEEvent, aiter_events
-from ..talk import clean_json, clean_text
+from ..core.sse import SSEEvent, aiter_events
+from ..core.text import clean_json, clean_text
 from .anthropic import AnthropicWire
 from .base import (
     ChatWire,
@@ -104,7 +105,6 @@ class HttpProvider:
         except ProviderError as error:
             if key and key in error.words:  # a server echoing the key must not show it
                 error.words = error.words.replace(key, "***")
-                error.args = (error.words,)
             raise
         except httpx.TimeoutException as error:
             raise ProviderError(self._timeout_words(error)) from None
@@ -162,7 +162,7 @@ class HttpProvider:
         return ProviderError(
             words,
             passing=status in PASSING_STATUSES,
-            status=status,
+            provider_status=status,
             retry_after=_seconds(response.headers.get("retry-after")),
         )
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..sse import SSEEvent
+from ..core.sse import SSEEvent
 from .base import (
     ModelRequest,
     ProviderError,

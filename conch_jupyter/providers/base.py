@@ -1,7 +1,7 @@
 """What every model provider speaks: a request in, a stream of text deltas, tool calls and usage
 out.
 
-The turn routine (turn.py) only knows this module. Providers turn a ModelRequest into their
+The turn routine (rounds/turn.py) only knows this module. Providers turn a ModelRequest into their
 wire format, stream the reply back as TextDelta items, and report token usage once as a Usage
 item. A failure is a ProviderError whose words are shown to the user as Conch's note.
 
@@ -19,17 +19,18 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from ..talk import clean_text
+from ..core.errors import ConchError
+from ..core.text import clean_text
 
 if TYPE_CHECKING:
-    from ..sse import SSEEvent
+    from ..core.sse import SSEEvent
 
 ProviderKind = Literal["openai", "anthropic", "offline"]
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One message of the history as the model sees it (already labelled by talk.py)."""
+    """One message of the history as the model sees it (already labelled by rounds/prompts.py)."""
 
     role: Literal["user", "assistant"]
     text: str
@@ -124,28 +125,40 @@ def estimate_usage(request: ModelRequest, reply_chars: int) -> Usage:
 StreamItem = TextDelta | Usage | ToolCall
 
 
-class ProviderError(Exception):
+class ProviderError(ConchError):
     """A reply that could not be had. `words` are for the user; `passing` failures may be retried.
 
-    `retry_after` is the wait in seconds the provider asked for (a Retry-After header), if any.
+    Code `provider`, status 502: the model provider, not the caller, failed (the round says the
+    words as Conch's note). `provider_status` is the HTTP status the provider answered with, if
+    any; `retry_after` the wait in seconds it asked for (a Retry-After header), if any.
     """
+
+    status = 502
 
     def __init__(
         self,
         words: str,
         *,
         passing: bool = False,
-        status: int | None = None,
+        provider_status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
         # Words for a person, which may carry a server's own (a hostile one's): cleaned, so
         # they can be stored and shown like any other text.
         words = clean_text(words)
-        super().__init__(words)
-        self.words = words
+        super().__init__("provider", words)
         self.passing = passing
-        self.status = status
+        self.provider_status = provider_status
         self.retry_after = retry_after
+
+    @property
+    def words(self) -> str:
+        return self.message
+
+    @words.setter
+    def words(self, words: str) -> None:
+        self.message = words
+        self.args = (words,)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
-from ..talk import fence
+from ..core.text import fence
 from .base import ModelRequest, StreamItem, TextDelta, ToolCall, Usage
 
 LABEL = "*(offline — no model was asked)*"

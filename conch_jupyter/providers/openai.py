@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..sse import SSEEvent
+from ..core.sse import SSEEvent
 from .base import (
     ModelRequest,
     ProviderError,

@@ -19,22 +19,22 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado import web
 from traitlets import Bool, Float, Unicode
 
-from ..a2a.door.pairing import PairingStore
-from ..a2a.door.peer import PeerService
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
-from ..agents import AgentStore
-from ..files import ensure_private_dir
-from ..hub import Hub
+from ..agents.agent_store import AgentStore
+from ..core.files import ensure_private_dir
+from ..core.sealed import SealedFile
+from ..door.http import install_door
+from ..door.pairing import PairingStore
+from ..door.service import PeerService
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
 from ..providers import detect_default_provider
-from ..sealed import SealedFile
-from ..service import RoundService
-from ..spend import Budget
-from ..store import Store
-from ..turn import Turns
-from .door_handlers import install_door
+from ..rounds.driver import RoundService
+from ..rounds.spend import Budget
+from ..rounds.turn import Turns
+from ..store.chats import Store
+from ..store.hub import Hub
 from .handlers import API_NOT_FOUND, api_routes
 from .outside_handlers import outside_routes
 from .pairing_handlers import pairing_routes

@@ -2,7 +2,7 @@
 Conch API handler base, and where this server is reached (for addresses handed to others).
 
 Nothing here imports another handler module; handlers.py (the REST API), outside_handlers.py,
-pairing_handlers.py and door_handlers.py build on it, and app.py puts their routes together
+pairing_handlers.py and door/http.py build on it, and app.py puts their routes together
 (the door's is no route: it goes first in the server's router, door_handlers.install_door).
 """
 
@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 from http import HTTPStatus
-from typing import Any, ClassVar, Protocol, TypeVar
-from urllib.parse import quote
+from typing import Any, ClassVar, TypeVar
 
 from jupyter_server.auth.identity import User
 from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
-from tornado.httputil import HTTPServerRequest
 
-from ..a2a.door.forwarded import door_scheme
-from ..agents import AgentError
-from ..errors import ConchError
-from ..files import StoreError
-from ..service import ChatNotFound
-from ..store import NotFound
-from ..store_writer import StoreClosed
+from ..core.errors import ConchError
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -36,23 +27,10 @@ MAX_BODY_BYTES = 1_000_000
 KERNEL_KEY_HEADER = "X-Conch-Kernel-Key"
 KERNEL_USER = User(username="conch-kernel", name="Conch kernel client")
 
-AGENT_ERROR_STATUS = {"not_found": 404, "name_taken": 409}
-ANSWERED_IN_WORDS = (ChatNotFound, NotFound, AgentError, StoreError)
-_HOST = re.compile(r"[A-Za-z0-9.\-:\[\]]{1,300}")
+INTERNAL_WORDS = "Something went wrong inside Conch; see the server log."
 
 
-class Exchange(Protocol):
-    """A request with the web application's settings: a RequestHandler, or the door's
-    DoorExchange (door_handlers.py), which is none."""
-
-    @property
-    def request(self) -> HTTPServerRequest: ...
-
-    @property
-    def settings(self) -> dict[str, Any]: ...
-
-
-def services_of(handler: Exchange) -> ConchServices:
+def services_of(handler: web.RequestHandler) -> ConchServices:
     """Conch's services, kept in the tornado settings by ConchApp."""
     services: ConchServices = handler.settings["conch"]
     return services
@@ -63,48 +41,10 @@ def error_code(status: int) -> str:
     return HTTPStatus(status).phrase.lower().replace(" ", "_")
 
 
-def trusts_forwarded(handler: Exchange) -> bool:
-    """Whether ServerApp.trust_xheaders is on (JupyterHub turns it on in single-user servers)."""
-    return bool(getattr(handler.settings.get("serverapp"), "trust_xheaders", False))
-
-
-def socket_peer(handler: Exchange) -> str:
-    """The address at the other end of the socket, whatever forwarded headers say."""
-    context = getattr(handler.request.connection, "context", None)
-    address = getattr(context, "address", None)
-    if isinstance(address, tuple) and address:
-        return str(address[0])
-    return handler.request.remote_ip or ""
-
-
-def caller_scheme(handler: Exchange) -> str:
-    """ "http" or "https" as the caller reached the first proxy (a2a/door/forwarded.py)."""
-    return door_scheme(
-        handler.request.protocol, handler.request.headers, trust_forwarded=trusts_forwarded(handler)
-    )
-
-
-def request_origin(handler: Exchange) -> str:
-    """scheme://host as the caller reached us; with ServerApp.trust_xheaders, as the first proxy
-    was reached (X-Forwarded-Proto's first entry, X-Forwarded-Host's first)."""
-    host = handler.request.host
-    if trusts_forwarded(handler):
-        forwarded = handler.request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
-        host = forwarded or host
-    if not _HOST.fullmatch(host):
-        host = "localhost"  # a Host no address can hold: the card must still be well formed
-    return f"{caller_scheme(handler)}://{host}"
-
-
-def endpoint_url(handler: Exchange, agent_id: str) -> str:
-    """The absolute URL of an agent's JSON-RPC endpoint, base_url included (the door answers
-    it with and without a trailing slash)."""
-    base_url = handler.settings.get("base_url", "/")
-    return f"{request_origin(handler)}{base_url}a2a/{quote(agent_id, safe='')}"
-
-
 class ApiError(web.HTTPError, ConchError):
-    """An error the API answers in words: {"error": {"code", "message"}}."""
+    """An error only the HTTP side knows of (the request itself: its key, its size, its body),
+    answered in words: {"error": {"code", "message"}} with `status`. A service's own errors are
+    ConchErrors that carry their status themselves; handlers let them through."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(status, log_message=message.replace("%", "%%"))
@@ -112,6 +52,7 @@ class ApiError(web.HTTPError, ConchError):
         # stay empty (tornado's __init__ does not call on up the chain either).
         self.code = code
         self.message = message
+        self.status = status
 
 
 # What the kernel key may always do: read.
@@ -170,31 +111,25 @@ class ConchHandler(APIHandler):
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # Errors we answer in words are not crashes: one line, no traceback (a full disk
-        # would otherwise fill the log with the same trace on every request).
-        if isinstance(value, ANSWERED_IN_WORDS):
+        # would otherwise fill the log with the same trace on every request). An ApiError is
+        # tornado's HTTPError, which tornado logs in one line itself.
+        if isinstance(value, ConchError) and not isinstance(value, web.HTTPError):
             self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
         else:
             super().log_exception(typ, value, tb)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """The API's one way of answering an error: a ConchError (whoever raised it) with its
+        own status, code and words; tornado's own HTTPError with its status in words; anything
+        else, a crash, as 500 `internal` (the details in the log only)."""
         error = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(error, ApiError):
-            code, message = error.code, error.message
-        elif isinstance(error, ChatNotFound | NotFound):
-            status_code, code, message = 404, "not_found", "There is no such chat."
-        elif isinstance(error, AgentError):
-            status_code = AGENT_ERROR_STATUS.get(error.code, 400)
-            code, message = error.code, error.message
-        elif isinstance(error, StoreClosed):
-            status_code, code = 503, "shutting_down"
-            message = "Conch has stopped: the Jupyter server is shutting down."
-        elif isinstance(error, StoreError):
-            status_code, code, message = 503, "storage", str(error)
+        if isinstance(error, ConchError):
+            status_code, code, message = error.status, error.code, error.message
         elif isinstance(error, web.HTTPError):
             code = error_code(status_code)
             message = error.log_message or HTTPStatus(status_code).phrase
         else:
-            code, message = "internal", "Something went wrong inside Conch; see the server log."
+            code, message = "internal", INTERNAL_WORDS
         self.set_status(status_code)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"error": {"code": code, "message": message}}))

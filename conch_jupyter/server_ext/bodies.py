@@ -1,7 +1,7 @@
 """The request bodies the REST API accepts, validated at the edge (unknown fields refused).
 
 Text that people read (a message, a name, a persona, instructions, a title, a label) is cleaned as
-it enters (`Text`: talk.clean_text, after the length is checked): no control, invisible or
+it enters (`Text`: core.text.clean_text, after the length is checked): no control, invisible or
 reordering characters reach the store or a model. A body holding a lone surrogate is not read at
 all (pydantic's JSON parser refuses it, and `_words` in base.py says so).
 """
@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from ..rows import Mode
-from ..talk import clean_text
+from ..core.text import clean_text
+from ..store.rows import Mode
 
 Text = Annotated[str, AfterValidator(clean_text)]
 

@@ -19,7 +19,6 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..notebook.service import KernelActionRefused, NotAsking
 from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
 
@@ -133,10 +132,7 @@ class ToolAnswerHandler(ConchHandler):
     def post(self, conversation_id: str, call_id: str) -> None:
         body = self.body(ToolAnswer)
         self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
-        try:
-            self.conch.tools.answer(conversation_id, call_id, body.run)
-        except NotAsking:
-            raise ApiError(409, "not_asking", "That run is no longer asking.") from None
+        self.conch.tools.answer(conversation_id, call_id, body.run)  # 409 once not asking
         self.reply({"call_id": call_id, "run": body.run})
 
 
@@ -149,18 +145,12 @@ class KernelActionHandler(ConchHandler):
     @web.authenticated
     @authorized
     async def post(self, conversation_id: str, action: str) -> None:
-        tools = self.conch.tools
-        try:
-            if action == "interrupt":
-                answer = {
-                    "interrupted": True,
-                    "stuck": await tools.interrupt_again(conversation_id),
-                }
-            else:
-                await tools.restart_kernel(conversation_id)
-                answer = {"restarted": True, "stuck": tools.stuck(conversation_id)}
-        except KernelActionRefused as error:
-            raise ApiError(409, error.code, error.message) from None
+        tools = self.conch.tools  # KernelActionRefused (409) when there is nothing to act on
+        if action == "interrupt":
+            answer = {"interrupted": True, "stuck": await tools.interrupt_again(conversation_id)}
+        else:
+            await tools.restart_kernel(conversation_id)
+            answer = {"restarted": True, "stuck": tools.stuck(conversation_id)}
         self.reply(answer)
 
 

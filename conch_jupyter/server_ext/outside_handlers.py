@@ -11,7 +11,8 @@ An OutsideAgent is {id, name, address, claim, has_key, last_problem, version, cr
 clashes_with}: never a key. A paste Conch cannot read is 400; an address the guard refuses is 400
 too (asking again will not help); an agent whose card cannot be read or used is 422, with the
 reason in words. A name that is not a name is 400; one that clashes with one of your agents'
-names (or reads as another outside agent's) is 409 `name_taken`, naming the clash.
+names (or reads as another outside agent's) is 409 `name_taken`, naming the clash. Each status
+is the OutsideError's own (a2a/outside/listing.py); the handlers let it through.
 """
 
 from __future__ import annotations
@@ -20,18 +21,8 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import Field
 from tornado import web
 
-from ..a2a.outside.service import OutsideError
-from .base import ApiError, ConchHandler
+from .base import ConchHandler
 from .bodies import Body, Text
-
-_STATUS = {
-    "not_found": 404,
-    "exists": 409,
-    "name_taken": 409,
-    "invalid_paste": 400,
-    "invalid_name": 400,
-    "refused": 400,
-}
 
 
 class PasteIn(Body):
@@ -46,10 +37,6 @@ class RenameIn(Body):
 OUTSIDE_SETTINGS = ("add, rename, remove or repair outside agents", "Settings (%conch outside)")
 
 
-def _api_error(error: OutsideError) -> ApiError:
-    return ApiError(_STATUS.get(error.code, 422), error.code, error.message)
-
-
 class OutsideListHandler(ConchHandler):
     users_own = OUTSIDE_SETTINGS
 
@@ -62,10 +49,7 @@ class OutsideListHandler(ConchHandler):
     @authorized
     async def post(self) -> None:
         body = self.body(PasteIn)
-        try:
-            agent = await self.conch.outside.add(body.paste, body.name)
-        except OutsideError as error:
-            raise _api_error(error) from None
+        agent = await self.conch.outside.add(body.paste, body.name)
         self.reply(agent.to_public(), 201)
 
 
@@ -75,27 +59,18 @@ class OutsideAgentHandler(ConchHandler):
     @web.authenticated
     @authorized
     def get(self, outside_id: str) -> None:
-        try:
-            self.reply(self.conch.outside.get(outside_id).to_public())
-        except OutsideError as error:
-            raise _api_error(error) from None
+        self.reply(self.conch.outside.get(outside_id).to_public())
 
     @web.authenticated
     @authorized
     def patch(self, outside_id: str) -> None:
         body = self.body(RenameIn)
-        try:
-            self.reply(self.conch.outside.rename(outside_id, body.name).to_public())
-        except OutsideError as error:
-            raise _api_error(error) from None
+        self.reply(self.conch.outside.rename(outside_id, body.name).to_public())
 
     @web.authenticated
     @authorized
     def delete(self, outside_id: str) -> None:
-        try:
-            self.conch.outside.remove(outside_id)
-        except OutsideError as error:
-            raise _api_error(error) from None
+        self.conch.outside.remove(outside_id)
         self.set_status(204)
         self.finish()
 

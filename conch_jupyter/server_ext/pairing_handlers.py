@@ -18,9 +18,9 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import Field, StrictBool, StrictStr
 from tornado import web
 
-from ..a2a.door.pairing import PairingError
-from ..agents import AgentError
-from .base import ApiError, ConchHandler, endpoint_url
+from ..agents.agent_store import AgentError
+from ..door.address import endpoint_url
+from .base import ApiError, ConchHandler
 from .bodies import Body, Text
 
 
@@ -55,16 +55,15 @@ class PairingsHandler(ConchHandler):
         try:
             agents = [self.conch.agents.get(agent_id) for agent_id in body.agents]
         except AgentError as error:
+            # Not the AgentError's own 404: the agent is named in the body, not the address,
+            # so the request is what is wrong (400).
             raise ApiError(400, "unknown_agent", error.message) from None
-        try:
-            made = self.conch.pairings.create(
-                [(a.id, a.name) for a in agents],
-                address=endpoint_url(self, agents[0].id) + "/",
-                remote=body.remote,
-                label=body.label,
-            )
-        except PairingError as error:
-            raise ApiError(400, error.code, error.message) from None
+        made = self.conch.pairings.create(
+            [(a.id, a.name) for a in agents],
+            address=endpoint_url(self, agents[0].id) + "/",
+            remote=body.remote,
+            label=body.label,
+        )
         data = {**made.pairing.to_public(), "key": made.key, "paste": made.paste}
         if made.pairing.remote:
             state = "on" if self.conch.door_gate.remote else "off"
@@ -79,10 +78,7 @@ class PairingHandler(ConchHandler):
     @web.authenticated
     @authorized
     async def delete(self, pairing_id: str) -> None:
-        try:
-            self.conch.pairings.delete(pairing_id)
-        except PairingError as error:
-            raise ApiError(404, "not_found", error.message) from None
+        self.conch.pairings.delete(pairing_id)
         await self.conch.peers.forget(pairing_id)
         self.set_status(204)
         self.finish()
@@ -94,10 +90,7 @@ class PairingChatsHandler(ConchHandler):
     @web.authenticated
     @authorized
     def get(self, pairing_id: str) -> None:
-        try:
-            self.conch.pairings.get(pairing_id)
-        except PairingError as error:
-            raise ApiError(404, "not_found", error.message) from None
+        self.conch.pairings.get(pairing_id)  # 404 for no such pairing
         store = self.conch.store
         chats = [
             {**c.to_json(), "spent_usd": round(store.spent(c.id), 6)}

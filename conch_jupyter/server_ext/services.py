@@ -7,15 +7,15 @@ from pathlib import Path
 
 import httpx
 
-from ..a2a.door.pairing import PairingStore
-from ..a2a.door.peer import PeerService
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
-from ..agents import AgentStore
-from ..hub import Hub
+from ..agents.agent_store import AgentStore
+from ..door.pairing import PairingStore
+from ..door.service import PeerService
 from ..notebook.service import NotebookTools
-from ..service import RoundService
-from ..store import Store
+from ..rounds.driver import RoundService
+from ..store.chats import Store
+from ..store.hub import Hub
 
 
 @dataclass

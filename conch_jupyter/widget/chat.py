@@ -2,11 +2,12 @@
 
 The kernel tells the view which chat it shows (`conversation_id`). Where the page was served by
 the Jupyter server running Conch, the view then follows the chat and sends and stops by itself
-(js/chat-view.js), so it stays live while the kernel is busy or gone. For the Python API
-(`post`, `stop_round`, `settled`, `items`) and for front ends without such a server (the
-relay), a task on the kernel's event loop also follows the server's event stream and keeps the
-traits up to date; in the relay the view draws those traits and sends "send" and "stop" here.
-If the stream drops, it follows again from a new snapshot.
+(js/chat-source.js), so it stays live while the kernel is busy or gone. For the Python API
+(`post`, `stop_round`, `settled`, `messages`) and for front ends without such a server (the
+relay), a task on the kernel's event loop also follows the server's event stream. It builds no
+timeline: it keeps the stream's raw items (stream.py) in the `stream` trait, and the relayed view
+feeds them into the same state a stream it reads itself feeds (js/timeline.js builds the items,
+once); it sends "send" and "stop" here. If the stream drops, it follows again from a new snapshot.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import traitlets
 
 from ..client import ConchClient, ConchClientError
 from .base import Action, ClientFactory, KernelWidget, running_loop
-from .timeline import ChatState, Item, build_items, live_item
+from .stream import ChatStream, Item
 
 TITLE_LIMIT = 200
 NO_NOTEBOOK_TITLE = "Chat without a notebook"
@@ -33,11 +34,8 @@ class ChatWidget(KernelWidget):
     """A chat drawn live: replies stream in, rounds show as cards, Stop ends them."""
 
     conversation_id = traitlets.Unicode("").tag(sync=True)
-    title = traitlets.Unicode("").tag(sync=True)
-    items = traitlets.List(traitlets.Dict()).tag(sync=True)
-    live = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
-    round_running = traitlets.Bool(False).tag(sync=True)
-    mentions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    # The stream's raw items for a relayed view: the latest snapshot, then every item since.
+    stream = traitlets.List(traitlets.Dict()).tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Unicode("").tag(sync=True)
 
@@ -47,17 +45,27 @@ class ChatWidget(KernelWidget):
         super().__init__(
             client_factory=client_factory, view="chat", conversation_id=conversation_id, **kwargs
         )
-        self._state = ChatState()
+        self._chat = ChatStream()
         # Sends and stops go out in the order they were asked for, and a send waits until the
         # follower has its snapshot, so the reply it starts streams here from its first word.
         self._order = asyncio.Lock()
         self._ready = asyncio.Event()
         self._following = running_loop() is not None
-        # Whether a view draws this chat from the kernel's traits (the relay): only then does
-        # each chunk of a streaming reply go to the front end (a view that talks to the server
-        # itself gets them from there; the Python API needs only whole messages).
+        # Whether a view draws this chat from the kernel (the relay): only then does each chunk
+        # of a streaming reply go to the front end, as a message of its own (a view that talks
+        # to the server itself gets them from there; the Python API needs only whole messages).
         self._relaying = False
         self.spawn(self._follow() if self._following else self._load())
+
+    @property
+    def messages(self) -> list[Item]:
+        """The chat's messages as the server stored them, as far as the stream has brought them."""
+        return list(self._chat.messages.values())
+
+    @property
+    def round(self) -> Item | None:
+        """The running round's live state ({speaker, replies, limit}), or None."""
+        return self._chat.round
 
     # --- what Python code can do ---
 
@@ -68,7 +76,7 @@ class ChatWidget(KernelWidget):
         it (a training run, a query) cannot hold the message back."""
         if not text.strip():
             return
-        rnd = self._state.round
+        rnd = self._chat.round
         try:
             with ConchClient.from_environment() as client:
                 client.send(self.conversation_id, text)
@@ -101,9 +109,12 @@ class ChatWidget(KernelWidget):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
             await asyncio.sleep(0.2)
-        # Give the live stream a moment to bring the last items here too.
+        # Give the live stream a moment to bring the last items here too (a round's end comes
+        # after its last message: the relayed view folds its card only once it is here).
+        stored = len(chat["messages"]), len(chat.get("events", []))
         for _ in range(50):
-            if len(self._state.messages) >= len(chat["messages"]) and not self._state.live:
+            here = len(self._chat.messages), len(self._chat.events)
+            if all(h >= s for h, s in zip(here, stored, strict=True)) and not self._chat.streaming:
                 return
             await asyncio.sleep(0.05)
 
@@ -128,7 +139,7 @@ class ChatWidget(KernelWidget):
             if self._following:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._ready.wait(), READY_WAIT)
-            rnd = self._state.round
+            rnd = self._chat.round
             try:
                 await self.client().send(self.conversation_id, text)
             except ConchClientError as error:
@@ -140,7 +151,7 @@ class ChatWidget(KernelWidget):
     def _sent(self, rnd: dict[str, Any] | None) -> None:
         self.problem = ""
         if rnd and rnd.get("speaker"):
-            who = self._state.names.name(str(rnd["speaker"]))
+            who = self._chat.name(str(rnd["speaker"]))
             self.notice = f"Your message ends the round once {who}'s reply is in."
 
     async def _stop(self, _content: dict[str, Any]) -> None:
@@ -149,8 +160,10 @@ class ChatWidget(KernelWidget):
         self.notice = "" if stopped else "No round is running."
 
     async def _relay(self, _content: dict[str, Any]) -> None:
+        # A view begins to relay: from now on each chunk goes to the front end, and the trait
+        # goes again with the chunks that came before (a view drawn late missed their messages).
         self._relaying = True
-        self.set_trait("live", live_item(self._state))
+        self.stream = list(self._chat.items)
 
     async def _refresh(self, _content: dict[str, Any]) -> None:
         await self._load()
@@ -182,19 +195,15 @@ class ChatWidget(KernelWidget):
             delay = min(delay * 2, 10.0)
 
     def _take(self, item: Item) -> None:
-        changed = self._state.take(item)
-        if item.get("type") == "event" and item["event"].get("type") == "round.ended":
-            self.notice = ""
-        if changed == "live":
+        changed = self._chat.take(item)
+        if changed == "delta":
             if self._relaying:
-                self.set_trait("live", live_item(self._state))
+                self.send({"type": "item", "item": item})
         elif changed == "items":
             with self.hold_sync():
-                self.items = build_items(self._state)
-                self.set_trait("live", live_item(self._state))
-                self.round_running = self._state.round is not None
-                self.mentions = self._state.names.mentions()
-                self.title = self._state.title.rsplit("/", 1)[-1]
+                if item.get("type") == "event" and item["event"].get("type") == "round.ended":
+                    self.notice = ""
+                self.stream = list(self._chat.items)
 
 
 # --- this notebook's chat ---------------------------------------------------------------------

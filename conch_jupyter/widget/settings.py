@@ -19,7 +19,6 @@ import traitlets
 
 from ..client import ConchClientError
 from .base import Action, ClientFactory, KernelWidget
-from .timeline import ChatState, build_items
 
 SECTIONS = ("agents", "outside", "pairings")
 UNAVAILABLE = {
@@ -43,7 +42,8 @@ class SettingsWidget(KernelWidget):
     outside = traitlets.List(traitlets.Dict(), allow_none=True, default_value=[]).tag(sync=True)
     pairings = traitlets.List(traitlets.Dict(), allow_none=True, default_value=[]).tag(sync=True)
     unavailable = traitlets.Dict().tag(sync=True)
-    # What a pairing's agent said: {pairing, chats: [{id, created, items}], note}.
+    # What a pairing's agent said: {pairing, chats: [{id, created, conversation}], note}, each
+    # chat as the server sent it (the view draws it, as it draws the chat).
     said = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     problem = traitlets.Dict().tag(sync=True)  # section -> words
     working = traitlets.Unicode("").tag(sync=True)  # the action running now, if any
@@ -225,12 +225,11 @@ class SettingsWidget(KernelWidget):
             client = self.client()
             chats = []
             for chat in await client.pairing_chats(pairing):
-                state = ChatState()
-                state.take(
-                    {"type": "snapshot", "conversation": await client.conversation(chat["id"])}
+                # Raw, as the server keeps it: the view draws it as items (js/timeline.js).
+                conversation = await client.conversation(chat["id"])
+                chats.append(
+                    {"id": chat["id"], "created": chat.get("created"), "conversation": conversation}
                 )
-                items = build_items(state, user_label="The other agent")
-                chats.append({"id": chat["id"], "created": chat.get("created"), "items": items})
             note = "" if chats else "It has not said anything yet."
             self.said = {"pairing": pairing, "chats": chats, "note": note}
 

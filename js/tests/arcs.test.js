@@ -5,7 +5,10 @@ import { test } from "node:test";
 import { ARC_Y, arcGeometry, arcPoint, arcsOf, at, faceX } from "../arcs.js";
 
 test("faces sit at the middle of equal slots", () => {
-  assert.deepEqual([0, 1, 2, 3].map((i) => faceX(i, 4)), [12.5, 37.5, 62.5, 87.5]);
+  assert.deepEqual(
+    [0, 1, 2, 3].map((i) => faceX(i, 4)),
+    [12.5, 37.5, 62.5, 87.5],
+  );
   assert.equal(faceX(0, 1), 50);
 });
 
@@ -22,7 +25,14 @@ test("longer passes and repeats of one pass fly higher, never above the stage", 
   const short = arcGeometry(0, 1, 4, 0);
   const long = arcGeometry(0, 3, 4, 0);
   assert.ok(long.cy < short.cy);
-  const [first, back, again] = arcsOf([[0, 1], [1, 0], [0, 1]], 2);
+  const [first, back, again] = arcsOf(
+    [
+      [0, 1],
+      [1, 0],
+      [0, 1],
+    ],
+    2,
+  );
   assert.equal(back.cy, first.cy); // the other direction is another pass
   assert.ok(again.cy < first.cy);
   for (let repeat = 0; repeat < 20; repeat++) {

@@ -38,7 +38,7 @@ test("the query matches by the same key: width, accents and case do not hide a n
   assert.deepEqual(names(offered(all, " w")), []);
 });
 
-test("the key is names.py's: accents and invisible characters gone, NFKC, case folded", () => {
+test("the key is core/names.py's: accents and invisible characters gone, NFKC, case folded", () => {
   assert.equal(nameKey("Ｒｅｓｅａｒｃｈｅｒ\u200d "), "researcher"); // full width, a joiner
   assert.equal(nameKey("Re\u0301searcher"), "researcher"); // a combining accent
   assert.equal(nameKey("Résumé  Bot"), "resume bot"); // accents; spaces collapsed
@@ -82,7 +82,7 @@ test("an outside agent whose name starts with yours, or is its start, is held ba
 });
 
 test("the server's clashes_with holds an outside agent back: look-alikes only it can see", () => {
-  // A Cyrillic "а": the key differs, the look does not; names.py's confusables say so.
+  // A Cyrillic "а": the key differs, the look does not; core/names.py's confusables say so.
   const all = [ours("Researcher"), outside("Reseаrcher", "Researcher"), outside("Helper")];
   assert.notEqual(nameKey("Reseаrcher"), nameKey("Researcher"));
   assert.deepEqual(names(offered(all, "")), ["Researcher", "Helper (outside)"]);

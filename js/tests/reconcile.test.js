@@ -9,7 +9,13 @@ const card = (id, line) => ({ kind: "round", id, line });
 
 test("a first draw draws everything", () => {
   const plan = reconcile(new Map(), [note("a", "x"), card("r", "1")]);
-  assert.deepEqual(plan.steps.map((s) => [s.id, s.how]), [["a", "draw"], ["r", "draw"]]);
+  assert.deepEqual(
+    plan.steps.map((s) => [s.id, s.how]),
+    [
+      ["a", "draw"],
+      ["r", "draw"],
+    ],
+  );
   assert.deepEqual(plan.remove, []);
 });
 
@@ -19,7 +25,12 @@ test("unchanged items are kept, a changed card is updated, a changed message red
   const plan = reconcile(drawn, [note("a", "x"), card("r", "2"), note("b", "changed"), note("new", "n")]);
   assert.deepEqual(
     plan.steps.map((s) => [s.id, s.how]),
-    [["a", "keep"], ["r", "update"], ["b", "draw"], ["new", "draw"]],
+    [
+      ["a", "keep"],
+      ["r", "update"],
+      ["b", "draw"],
+      ["new", "draw"],
+    ],
   );
   assert.deepEqual(plan.remove, ["gone"]);
 });

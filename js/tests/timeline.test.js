@@ -6,7 +6,10 @@ import { ChatState, buildItems, liveItem } from "../timeline.js";
 import { foldedWords, initials } from "../words.js";
 
 const roster = {
-  agents: [{ id: "researcher", name: "Researcher" }, { id: "writer", name: "Writer" }],
+  agents: [
+    { id: "researcher", name: "Researcher" },
+    { id: "writer", name: "Writer" },
+  ],
   outside: [{ id: "helper", name: "Helper" }],
 };
 
@@ -17,8 +20,7 @@ function chat() {
   let seq = 0;
   return {
     state,
-    message: (id, role, text, more = {}) =>
-      state.take({ type: "message", message: { id, role, text, html: `<p>${text}</p>`, created: ++t, ...more } }),
+    message: (id, role, text, more = {}) => state.take({ type: "message", message: { id, role, text, html: `<p>${text}</p>`, created: ++t, ...more } }),
     event: (type, data = {}) => state.take({ type: "event", event: { seq: ++seq, type, created: ++t, ...data } }),
     round: (round) => state.take({ type: "round", round }),
   };
@@ -45,17 +47,28 @@ test("a live round: the card where it began, the floor, the count, the streaming
   assert.equal(c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "A **plan" }), "live");
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "** for" });
   const items = buildItems(c.state);
-  assert.deepEqual(items.map((i) => i.kind), ["user", "round", "handover", "agent", "handover"]);
+  assert.deepEqual(
+    items.map((i) => i.kind),
+    ["user", "round", "handover", "agent", "handover"],
+  );
   const card = items[1];
   assert.equal(card.state, "live");
-  assert.deepEqual(card.faces.map((f) => f.name), ["Researcher", "Writer"]);
+  assert.deepEqual(
+    card.faces.map((f) => f.name),
+    ["Researcher", "Writer"],
+  );
   assert.deepEqual(card.passes, [[0, 1]]);
   assert.equal(card.floor, 1);
   assert.equal(card.line, "Writer is answering · 2 of 8 replies");
   assert.equal(items[3].html, "<p>Options</p>");
   assert.deepEqual(liveItem(c.state), {
-    kind: "agent", id: "w1", agent: "writer", name: "Writer",
-    place: "turn 2 · handed over by Researcher", text: "A **plan** for", streaming: true,
+    kind: "agent",
+    id: "w1",
+    agent: "writer",
+    name: "Writer",
+    place: "turn 2 · handed over by Researcher",
+    text: "A **plan** for",
+    streaming: true,
   });
 });
 
@@ -81,18 +94,25 @@ test("a snapshot after a dropped stream replaces everything: nothing lost, nothi
   c.message("u1", "user", "hi");
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "Hel" });
   const again = {
-    title: "work/demo.ipynb", roster,
+    title: "work/demo.ipynb",
+    roster,
     messages: [{ id: "u1", role: "user", text: "hi", html: "<p>hi</p>", created: 1 }],
     events: [],
     streaming: [{ reply: "w1", agent: "writer", text: "Hello, wor" }],
   };
   c.state.take({ type: "snapshot", conversation: again });
   c.state.take({ type: "delta", reply: "w1", agent: "writer", text: "ld" });
-  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1"]);
+  assert.deepEqual(
+    buildItems(c.state).map((i) => i.id),
+    ["u1"],
+  );
   assert.equal(liveItem(c.state)?.text, "Hello, world");
   c.message("w1", "agent", "Hello, world", { agent: "writer", name: "Writer" });
   assert.equal(liveItem(c.state), null);
-  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1", "w1"]);
+  assert.deepEqual(
+    buildItems(c.state).map((i) => i.id),
+    ["u1", "w1"],
+  );
 });
 
 test("a round the server forgot (it restarted) folds once quiet, in words of the view's own", () => {
@@ -102,4 +122,77 @@ test("a round the server forgot (it restarted) folds once quiet, in words of the
   const card = buildItems(c.state)[0];
   assert.equal(card.state, "folded");
   assert.equal(card.line, "Researcher answered · 1 reply");
+});
+
+// What tests/test_widget_timeline.py checked of the kernel's mirror, checked of the one timeline.
+
+test("the live card says what its picture shows", () => {
+  const c = chat();
+  c.message("u1", "user", "@Researcher find, @Writer draft. Take turns.");
+  c.event("round.started", { named: ["researcher", "writer"] });
+  c.round({ speaker: "researcher", replies: 0, limit: 8 });
+  c.message("a1", "agent", "Options. @Writer", { agent: "researcher", round: { turn: 1, handed_by: null } });
+  c.round({ speaker: "writer", replies: 1, limit: 8 });
+  const card = buildItems(c.state)[1];
+  assert.deepEqual(
+    card.faces.map((f) => f.initials),
+    ["R", "W"],
+  );
+  assert.equal(card.announce, "Writer is answering");
+  assert.equal(card.picture, "In the round: Researcher and Writer. The floor passed from Researcher to Writer. Writer has the floor.");
+});
+
+test("between turns the live card says the round goes on; a loop of three draws every pass", () => {
+  const c = chat();
+  c.message("u1", "user", "@Researcher hi");
+  c.event("round.started", { named: ["researcher"] });
+  c.state.busy = true;
+  assert.equal(buildItems(c.state)[1].line, "The round is starting");
+  c.message("r1", "agent", "Hello", { agent: "researcher", round: { turn: 1, handed_by: null } });
+  c.round(null);
+  assert.equal(buildItems(c.state)[1].line, "The round is ending");
+  const loop = chat();
+  loop.state.names.ours.set("critic", "Critic");
+  loop.message("u1", "user", "go");
+  loop.event("round.started", { named: ["researcher"] });
+  for (const [n, agent] of ["researcher", "writer", "critic", "researcher", "writer"].entries()) {
+    loop.message(`m${n}`, "agent", "x", { agent, round: { turn: n + 1, handed_by: null } });
+  }
+  loop.event("round.ended", { turns: 5, reason: "replies", words: "w" });
+  const card = buildItems(loop.state)[1];
+  assert.deepEqual(
+    card.faces.map((f) => f.name),
+    ["Researcher", "Writer", "Critic"],
+  );
+  assert.deepEqual(card.passes, [
+    [0, 1],
+    [1, 2],
+    [2, 0],
+    [0, 1],
+  ]);
+});
+
+test("an event taken twice changes nothing; an item of no known kind is no change", () => {
+  const c = chat();
+  c.message("u1", "user", "@Researcher hi");
+  c.event("round.started", { named: ["researcher"] });
+  const before = buildItems(c.state);
+  assert.equal(c.state.take({ type: "event", event: [...c.state.events.values()][0] }), "items");
+  assert.deepEqual(buildItems(c.state), before);
+  assert.equal(c.state.take({ type: "keepalive" }), "");
+});
+
+test("notes are Conch's, the user's words are labelled, names fall back to what messages carried", () => {
+  const c = chat();
+  c.message("u1", "user", "hi");
+  c.message("n1", "note", "You have no agents yet.");
+  c.message("g1", "agent", "x", { agent: "gone", name: "Old Name" });
+  c.message("g2", "agent", "y", { agent: "ghost" });
+  const items = buildItems(c.state);
+  assert.deepEqual([items[1].kind, items[1].text], ["note", "You have no agents yet."]);
+  assert.equal(items[0].who, "You");
+  assert.equal(buildItems(c.state, { userLabel: "The other agent" })[0].who, "The other agent");
+  assert.deepEqual([items[2].name, items[3].name], ["Old Name", "ghost"]);
+  assert.equal(initials("data-bot"), "DB");
+  assert.deepEqual([initials("écrivain"), initials("")], ["É", "?"]);
 });

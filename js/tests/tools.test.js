@@ -6,7 +6,13 @@ import { test } from "node:test";
 import { ChatState, buildItems, liveItem } from "../timeline.js";
 import { ToolState, modeWords, stuckOf, toolItem, underReplies, workingWords } from "../tools.js";
 
-const roster = { agents: [{ id: "analyst", name: "Analyst" }, { id: "writer", name: "Writer" }], outside: [{ id: "helper", name: "Helper" }] };
+const roster = {
+  agents: [
+    { id: "analyst", name: "Analyst" },
+    { id: "writer", name: "Writer" },
+  ],
+  outside: [{ id: "helper", name: "Helper" }],
+};
 const asking = { call_id: "t_1", agent: "analyst", name: "Analyst", tool: "run_code", code: "x = 1" };
 
 function chat(conversation = {}) {
@@ -36,7 +42,10 @@ test("the snapshot gives the mode, the taint and what asks; a door chat's mode i
   assert.equal(c.state.tools.tainted, false);
   assert.equal(c.state.tools.switchable, true);
   // Only runs ask for a yes: an approval for each run_code, none for reading.
-  assert.deepEqual(c.state.tools.approvals().map((a) => a.call_id), ["t_1"]);
+  assert.deepEqual(
+    c.state.tools.approvals().map((a) => a.call_id),
+    ["t_1"],
+  );
   const door = chat({ origin: "peer", tainted: { by: "door" }, mode: "ask" });
   assert.equal(door.state.tools.switchable, false);
   assert.equal(door.state.tools.tainted, true);
@@ -68,7 +77,9 @@ test("a message from the kernel waits for the user's yes before it goes outside:
   const c = chat();
   const tools = c.state.tools;
   c.event("send.asking", { call_id: "t_9", outside: "forecaster", name: "Forecaster", text: "@Forecaster rain?" });
-  assert.deepEqual(tools.approvals(), [{ call_id: "t_9", agent: "", name: "Forecaster", tool: "send_outside", outside: "forecaster", text: "@Forecaster rain?" }]);
+  assert.deepEqual(tools.approvals(), [
+    { call_id: "t_9", agent: "", name: "Forecaster", tool: "send_outside", outside: "forecaster", text: "@Forecaster rain?" },
+  ]);
   c.event("tool.ended", { call_id: "t_9", tool: "send_outside", outside: "forecaster", name: "Forecaster", state: "skipped", seconds: 1 });
   assert.deepEqual(tools.approvals(), []);
   // A snapshot lists it under asking as well.
@@ -113,12 +124,18 @@ test("a turn's tool calls are drawn under its reply, in the order they ran", () 
   c.message("k1", "tool", "", { agent: "analyst", tool: "read_notebook", state: "ran", output: "cells" });
   c.message("k2", "tool", "", { agent: "analyst", tool: "run_code", code: "1", state: "ran", output: "1" });
   // While the reply still streams, the calls stay where they happened, above it.
-  assert.deepEqual(buildItems(c.state).map((i) => i.id), ["u1", "round-1", "n1", "k1", "k2"]);
+  assert.deepEqual(
+    buildItems(c.state).map((i) => i.id),
+    ["u1", "round-1", "n1", "k1", "k2"],
+  );
   c.message("r1", "agent", "Done", { agent: "analyst", name: "Analyst", round: { turn: 1 } });
   c.message("n2", "note", "Writer's turn", { round: { turn: 2, handed_by: "analyst" } });
   c.message("r2", "agent", "Summary", { agent: "writer", name: "Writer", round: { turn: 2 } });
   const items = buildItems(c.state);
-  assert.deepEqual(items.map((i) => i.id), ["u1", "round-1", "n1", "r1", "k1", "k2", "n2", "r2"]);
+  assert.deepEqual(
+    items.map((i) => i.id),
+    ["u1", "round-1", "n1", "r1", "k1", "k2", "n2", "r2"],
+  );
   // Tool messages are not turns: the card's faces and passes come from the replies alone.
   assert.deepEqual(items[1].passes, [[0, 1]]);
 });
@@ -131,7 +148,10 @@ test("a call whose turn never said a word stays where it ran", () => {
     { kind: "tool", id: "k2", agent: "writer" },
     { kind: "agent", id: "r2", agent: "analyst" },
   ];
-  assert.deepEqual(underReplies(items).map((i) => i.id), ["k1", "n1", "r1", "k2", "r2"]);
+  assert.deepEqual(
+    underReplies(items).map((i) => i.id),
+    ["k1", "n1", "r1", "k2", "r2"],
+  );
 });
 
 test("the round card's line and the streaming reply say what the agent with the floor is doing", () => {

@@ -6,7 +6,7 @@ import asyncio
 import re
 from typing import Any
 
-from ..conftest import Api, settled
+from ..support.api import Api, settled
 from .tools import Served
 
 

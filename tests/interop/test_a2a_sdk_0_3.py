@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import Api
+from ..support.api import Api
 from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing, stop_while_asking
 from .tools import PY, python_env, run_json, serving
 

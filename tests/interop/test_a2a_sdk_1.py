@@ -24,8 +24,8 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-from ..a2a_peers import Peer
-from ..conftest import Api
+from ..support.a2a_peers import Peer
+from ..support.api import Api
 from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import Api
+from ..support.api import Api
 from .chat import add_outside, ask_in_chat, ended, outside_answers, pairing, stop_while_asking
 from .tools import node_project, run_json, serving
 

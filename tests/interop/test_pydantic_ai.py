@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import Api
+from ..support.api import Api
 from .chat import add_outside, ask_in_chat, ended, outside_answers
 from .tools import PY, python_env, serving
 

@@ -23,11 +23,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ...files import describe_validation_error
-from ...store import DoorTask
-from ...talk import clean_text
+from ...core.errors import ConchError
+from ...core.files import describe_validation_error
+from ...core.text import clean_text
+from ...store.rows import DoorTask
 from ..wire import (
     METHODS,
+    REASONS,
     STATES_V03,
     VERSION_HEADER,
     ErrorCode,
@@ -53,29 +55,36 @@ _PARAMS: dict[Op, type[BaseModel]] = {
 PAGE_SIZE = 50
 
 
-class Refusal(Exception):
-    """A call the door answers with a JSON-RPC error; `words` are for the caller.
+class Refusal(ConchError):
+    """A call the door answers with a JSON-RPC error; `words` (its message) are for the caller.
 
-    `reason` and `metadata` go into the error's ErrorInfo for reasons that are Conch's own.
+    `rpc_code` is the JSON-RPC number the caller reads (ErrorCode); `code` is its A2A name in
+    lower case (`task_not_found`). A JSON-RPC error travels in a 200 answer, so that is its
+    `status`. `reason` and `metadata` go into the error's ErrorInfo for reasons that are Conch's
+    own.
     """
+
+    status = 200
 
     def __init__(
         self,
-        code: int,
+        rpc_code: int,
         words: str,
         *,
         reason: str | None = None,
         metadata: dict[str, str] | None = None,
         request_id: RequestId = None,
     ) -> None:
-        super().__init__(words)
-        self.code, self.words = code, words
+        super().__init__(REASONS.get(rpc_code, "error").lower(), words)
+        self.rpc_code, self.words = rpc_code, words
         self.reason, self.metadata = reason, metadata
         self.request_id = request_id
 
     def answer(self, request_id: RequestId = None) -> dict[str, Any]:
         known = self.request_id if self.request_id is not None else request_id
-        return rpc_error(known, self.code, self.words, reason=self.reason, metadata=self.metadata)
+        return rpc_error(
+            known, self.rpc_code, self.words, reason=self.reason, metadata=self.metadata
+        )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import __version__
-from ...talk import clean_text
+from ...core.text import clean_text
 
 
 def _skill(name: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from ...talk import clean_text
+from ...core.text import clean_text
 
 ID_LIMIT = 200
 _SPACE = re.compile(r"\s")  # for str patterns, exactly what str.isspace() calls a space

@@ -1,7 +1,7 @@
 """The A2A door's rules, pure: who gets in, and how much a key may ask.
 
 No tornado, asyncio or httpx here, and the clock is passed in, so every rule is tested without a
-server (tests/test_door_rules.py). The handlers (server_ext/door_handlers.py) put each request
+server (tests/unit/test_door_rules.py). The handlers (door/http.py) put each request
 through these rules in this order; door/peer.py runs what they let through.
 
 1. A browser never gets in: a request with `Origin` or `Sec-Fetch-Site` is refused. A header key
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
 
-from ...talk import clean_text
+from ...core.text import clean_text
 
 KEY_PREFIX = "conch_a2a_"
 # Anything else is not one of our keys: never hashed, never compared, never echoed.

@@ -17,7 +17,7 @@ import asyncio
 
 import httpx
 
-from ...deadlines import duration, within
+from ...core.deadlines import duration, within
 from ..reading import CardInfo, parse_card
 from ..wire import WireError
 from .client import URL_LIMIT, A2AClient, CallFailed, same_host
@@ -63,7 +63,7 @@ async def _search(
         except WireError as e:
             unusable = unusable or CallFailed("no_card", f"has a card Conch cannot use: {e}")
         except CallFailed as e:
-            if e.code not in _MISS and not (e.status == 403 and place == bare):
+            if e.code not in _MISS and not (e.peer_status == 403 and place == bare):
                 raise
             last = e.words
     if unusable is not None:

@@ -25,7 +25,8 @@ from typing import Any
 
 import httpx
 
-from ...deadlines import duration, within
+from ...core.deadlines import duration, within
+from ...core.errors import ConchError
 from ..wire import (
     REASONS,
     VERSION_HEADER,
@@ -48,8 +49,15 @@ UNKNOWN_METHOD = frozenset({ErrorCode.METHOD_NOT_FOUND, ErrorCode.VERSION_NOT_SU
 _MEDIA = re.compile(r"[a-z0-9.+-]{1,30}/[a-z0-9.+-]{1,40}")  # shown only if it looks like one
 
 
-class CallFailed(Exception):
-    """A request that did not give an answer: `code` for programs, `words` for a person."""
+class CallFailed(ConchError):
+    """A request that did not give an answer: `code` for programs, `words` for a person.
+
+    Status 502: the agent called, not the caller, failed (the outside service says it as an
+    OutsideError or a note). `peer_status` is the HTTP status the agent answered with, if any;
+    `rpc_code` its JSON-RPC error's number, if any.
+    """
+
+    status = 502
 
     def __init__(
         self,
@@ -57,14 +65,13 @@ class CallFailed(Exception):
         words: str,
         *,
         passing: bool = False,
-        status: int | None = None,
+        peer_status: int | None = None,
         rpc_code: int | None = None,
     ) -> None:
-        super().__init__(words)
-        self.code = code
+        super().__init__(code, words)
         self.words = words
         self.passing = passing
-        self.status = status
+        self.peer_status = peer_status
         self.rpc_code = rpc_code
 
 
@@ -164,9 +171,11 @@ class A2AClient:
             return rpc_answer(raw)
         except RpcFault as fault:
             # Its own words stay out: these words may become a note in the chat, which is ours.
-            name = REASONS.get(fault.code, "").replace("_", " ").lower()
-            shown = f"{fault.code} ({name})" if name else str(fault.code)
-            raise CallFailed("rpc", f"answered with error {shown}", rpc_code=fault.code) from None
+            name = REASONS.get(fault.rpc_code, "").replace("_", " ").lower()
+            shown = f"{fault.rpc_code} ({name})" if name else str(fault.rpc_code)
+            raise CallFailed(
+                "rpc", f"answered with error {shown}", rpc_code=fault.rpc_code
+            ) from None
         except WireError as e:
             raise CallFailed("wire", f"sent an answer that is not A2A: {e}") from None
 
@@ -227,7 +236,7 @@ class A2AClient:
         status = response.status_code
         if status in (401, 403):
             words = "refused the key" if self._key else "wants a key; add it again with its key"
-            raise CallFailed("key", f"{words} ({_status_words(status)})", status=status)
+            raise CallFailed("key", f"{words} ({_status_words(status)})", peer_status=status)
         media = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         is_json = media == "application/json" or media.endswith("+json")
         if status >= 300:
@@ -239,10 +248,10 @@ class A2AClient:
                 return value
             code = "not_found" if status in (404, 405, 410) else "http"
             words = f"answered {_status_words(status)}"
-            raise CallFailed(code, words, status=status, passing=status in _PASSING_STATUS)
+            raise CallFailed(code, words, peer_status=status, passing=status in _PASSING_STATUS)
         if not is_json:
             shown = media if _MEDIA.fullmatch(media) else "something else"
-            raise CallFailed("not_json", f"answered with {shown}, not JSON", status=status)
+            raise CallFailed("not_json", f"answered with {shown}, not JSON", peer_status=status)
         return await self._json(response, limit, strict=True)
 
     async def _json(self, response: httpx.Response, limit: int, *, strict: bool = False) -> Any:

@@ -35,6 +35,8 @@ from typing import Literal
 
 import httpx
 
+from ...core.errors import ConchError
+
 Home = Literal["public", "private", "loopback"]
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[IP]]]
@@ -82,11 +84,12 @@ _OWN = {"loopback": "this computer", "private": "your own network"}
 _DIGITS = {8: set("01234567"), 10: set("0123456789"), 16: set("0123456789abcdef")}
 
 
-class Refused(Exception):
-    """A request the guard will not make; `reason` is words for a person (no key, no body)."""
+class Refused(ConchError):
+    """A request the guard will not make; `reason` is words for a person (no key, no body).
+    Code `refused`, 400: asking again will not help."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+        super().__init__("refused", reason)
         self.reason = reason
 
 

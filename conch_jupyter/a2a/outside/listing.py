@@ -2,10 +2,10 @@
 
 Owns the stored file's shape, the agents as the rest of Conch sees them (OutsideAgent), and the
 names they get: an outside agent is mentioned as @Name like your own agents, so its name follows
-the same rules (names.py); no two outside agents read alike, and none may clash with one of
+the same rules (core/names.py); no two outside agents read alike, and none may clash with one of
 yours (service.py checks that, knowing yours). Keys are kept only in
 the sealed file, under "outside:<id>", never in outside.json, `to_public()` or a repr. A file that
-does not read is an error naming it, and is never written over (files.py).
+does not read is an error naming it, and is never written over (core/files.py).
 """
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
 
-from ...errors import ConchError
-from ...files import Stamp, atomic_write_json, file_stamp, read_json
-from ...names import NAME_MAX, name_problem, same_name, slug_of
-from ...sealed import SealedFile
+from ...core.errors import ConchError
+from ...core.files import Stamp, atomic_write_json, file_stamp, read_json
+from ...core.names import NAME_MAX, name_problem, same_name, slug_of
+from ...core.sealed import SealedFile
 from ..wire import Version
 from .guard import Home
 
@@ -33,7 +34,21 @@ class OutsideError(ConchError):
     `answered` marks an agent that did answer, but with no words to show (its task failed, it
     turned the request down, it wants a sign-in): unlike one that never answered, that is news
     the round can go on after.
+
+    An agent whose card cannot be read or used is 422; a paste or a name that is not one, and an
+    address the guard refuses, 400 (asking again will not help); an unknown id 404; an agent
+    added twice, or a name that clashes, 409.
     """
+
+    status = 422
+    statuses: ClassVar[Mapping[str, int]] = {
+        "not_found": 404,
+        "exists": 409,
+        "name_taken": 409,
+        "invalid_paste": 400,
+        "invalid_name": 400,
+        "refused": 400,
+    }
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
         super().__init__(code, message)

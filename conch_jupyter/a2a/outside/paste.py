@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from ...talk import clean_text
+from ...core.errors import ConchError
+from ...core.text import clean_text
 from .client import URL_LIMIT
 
 PASTE_LIMIT = 10_000
@@ -34,8 +35,12 @@ _KEY_PARAMS = frozenset({"key", "token", "api_key", "apikey", "access_token"})
 _KEY_CHARS = re.compile(r"^[\x21-\x7e]+$")
 
 
-class PasteError(ValueError):
-    """A paste Conch cannot add an agent from; the message says what to paste instead."""
+class PasteError(ConchError, ValueError):
+    """A paste Conch cannot add an agent from; the message says what to paste instead (code
+    `invalid_paste`, 400)."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__("invalid_paste", words)
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from typing import Any
 
 import httpx
 
-from ...deadlines import duration, within
-from ...names import clashes, first_clash, same_name, slug_of, trimmed_name
-from ...sealed import SealedFile
+from ...core.deadlines import duration, within
+from ...core.names import clashes, first_clash, same_name, slug_of, trimmed_name
+from ...core.sealed import SealedFile
 from ..reading import Outcome, parse_outcome
 from ..wire import ErrorCode, Op, Version, WireError, new_id, send_params
 from .cards import find_agent
@@ -203,7 +203,7 @@ class OutsideAgents:
     async def ask(self, outside_id: str, text: str, context_id: str | None) -> Outcome:
         """Send `text`, and only it; the answer once it is done, or OutsideError in words."""
         agent = self.get(outside_id)
-        if agent.clashes_with:  # the last guard: mentions of it go to yours (mentions.py)
+        if agent.clashes_with:  # the last guard: mentions of it go to yours (rounds/mentions.py)
             raise OutsideError(
                 "name_taken",
                 f"{agent.name} was sent nothing: its name clashes with your agent's "

@@ -1,0 +1,88 @@
+"""The stored shape of `<data_dir>/agents/agents.json`: your agents as the file holds them.
+
+Pydantic, because the file is an edge and people may edit it by hand: a file that does not read
+is an error naming it (core/files.py), never silently replaced. Fields a later Conch adds survive a
+rewrite by this one. The agents as the rest of Conch sees them are agents.py.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pydantic
+
+from ..core.names import slug_of, trimmed_name
+from ..providers.base import ProviderKind
+
+PERSONA_MAX = 2_000
+INSTRUCTIONS_MAX = 20_000
+
+
+def _stored_id(value: str) -> str:
+    if slug_of(value) != value or len(value) > 60:
+        raise ValueError(f"“{value}” is not an agent id (lowercase words joined by “-”).")
+    return value
+
+
+def _at_most(limit: int) -> pydantic.AfterValidator:
+    def check(value: str) -> str:
+        if len(value) > limit:
+            raise ValueError(f"at most {limit:,} characters (this one has {len(value):,})")
+        return value
+
+    return pydantic.AfterValidator(check)
+
+
+def _web_address(value: str | None) -> str | None:
+    if not value or not value.strip():
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("The provider's address must start with http:// or https://.")
+    return value.strip()
+
+
+_Dollars = Annotated[float, pydantic.Field(ge=0, allow_inf_nan=False)]
+
+
+class StoredProvider(pydantic.BaseModel):
+    kind: ProviderKind
+    model: Annotated[str, pydantic.BeforeValidator(lambda v: "" if v is None else v)] = ""
+    base_url: Annotated[str | None, pydantic.AfterValidator(_web_address)] = None
+
+
+class StoredPrice(pydantic.BaseModel):
+    input_per_mtok: _Dollars = 0.0  # dollars per million tokens
+    output_per_mtok: _Dollars = 0.0
+
+
+class StoredAgent(pydantic.BaseModel):
+    # Fields a later Conch adds survive a rewrite by this one.
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    id: Annotated[str, pydantic.AfterValidator(_stored_id)]
+    name: Annotated[str, pydantic.AfterValidator(trimmed_name)]
+    persona: Annotated[str, _at_most(PERSONA_MAX)] = ""
+    instructions: Annotated[str, _at_most(INSTRUCTIONS_MAX)] = ""
+    provider: StoredProvider
+    price: StoredPrice | None = None
+    created: float
+
+
+class AgentsFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    version: Literal[1]
+    agents: list[StoredAgent] = []
+
+    @pydantic.model_validator(mode="after")
+    def _unique(self) -> AgentsFile:
+        ids: set[str] = set()
+        names: set[str] = set()
+        for agent in self.agents:
+            if agent.id in ids:
+                raise ValueError(f"two agents have the id “{agent.id}”")
+            if agent.name.casefold() in names:
+                raise ValueError(f"two agents are named “{agent.name}” (ignoring case)")
+            ids.add(agent.id)
+            names.add(agent.name.casefold())
+        return self

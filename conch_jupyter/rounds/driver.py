@@ -1,0 +1,470 @@
+"""RoundService: the async driver that runs rounds in chats, around the pure engine (engine.py).
+
+It owns the I/O a round needs: it stores the user's message, decides who answers (a round when
+the message mentions agents, else the chat's agent alone), hands each turn to the turn routine
+(turn.py: the model's reply, streamed, kept and billed) or to the outside agent (outside_turn.py:
+your message sent, its answer kept), stores notes and events, feeds every outcome to the engine,
+and publishes the round live through the Hub. One runner per chat takes the chat's messages in
+order, so two messages sent at once are both kept and answered in order, and the user is never
+locked out: writing ends a running round after its running reply, and Stop ends it at once,
+cancelling the model stream, the outside call, or the agent's run in the kernel.
+
+Rounds live in memory only: a restart forgets them, and the chat stays with whoever spoke last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..a2a.outside.service import OutsideAgents
+from ..agents.agent_store import Agent, AgentStore
+from ..core.deadlines import settle
+from ..core.files import StoreError
+from ..core.names import clashes
+from ..notebook.rules import NOTEBOOK_TOOLS
+from ..notebook.service import NotebookTools
+from ..store.chats import Conversation, Message, NotFound, Store
+from ..store.hub import Hub
+from .engine import (
+    ROUND_END_WORDS,
+    Ask,
+    Broke,
+    Decision,
+    End,
+    NotSent,
+    OutsideAnswered,
+    ProviderFailed,
+    ReplyEnded,
+    Roster,
+    Round,
+    Speak,
+    SpendRecorded,
+    Stop,
+    TurnRefused,
+    UserWrote,
+    end_words,
+)
+from .history import HISTORY_MESSAGES, Said, system_prompt
+from .live_chat import LiveChat, NextTurn, Room
+from .mentions import read_mentions, unclear_note
+from .outside_turn import OutsideTurns
+from .prompts import not_sent_note, outside_refused_note, turn_note
+from .spend import Budget, loop_refusal, turn_refusal
+from .turn import Reply, TurnInput, Turns
+
+log = logging.getLogger(__name__)
+
+
+class ChatNotFound(NotFound):
+    """No chat with that id among those the caller may use (a door chat is not yours to post
+    in): 404 `not_found`, as the store's NotFound."""
+
+
+class RoundService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        agents: AgentStore,
+        hub: Hub,
+        turns: Turns,
+        budget: Budget,
+        clock: Callable[[], float],
+        outside: OutsideAgents | None = None,
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.hub = hub
+        self.turns = turns
+        self.budget = budget
+        self.clock = clock
+        self.outside = outside
+        self.outside_turns = OutsideTurns(store, hub, outside) if outside is not None else None
+        # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
+        self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
+        self._chats: dict[str, LiveChat] = {}
+
+    # --- what the handlers call ---
+
+    async def post(self, conversation_id: str, text: str, *, via: str | None = None) -> Message:
+        """Store the user's message and queue it for an answer; the round it starts runs on.
+        `via="kernel"`: it came with the kernel key, so it goes to no outside agent without the
+        user's yes in the chat itself."""
+        self._require(conversation_id)
+        message = await self.store.add_message(conversation_id, "user", text, via=via)
+        self._publish_message(message)
+        chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
+        if chat.round is not None and chat.round.taking_turns:
+            chat.round.handle(UserWrote())
+        self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
+        chat.inbox.put_nowait(message)
+        if chat.runner is None or chat.runner.done():
+            chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
+        return message
+
+    def stop(self, conversation_id: str) -> bool:
+        """End the running round (or lone reply) at once. False when nothing was running."""
+        self._require(conversation_id)
+        chat = self._chats.get(conversation_id)
+        if chat is None or chat.round is None or not chat.round.taking_turns:
+            return False
+        chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
+        self.tools.skip_asking(conversation_id)  # Stop skips what waits for a yes
+        if chat.running is not None:
+            chat.running.cancel()
+        return True
+
+    def round_state(self, conversation_id: str) -> dict[str, Any] | None:
+        chat = self._chats.get(conversation_id)
+        if chat is None or chat.round is None or not chat.visible or chat.round.ended:
+            return None
+        return self._snapshot(chat.round)
+
+    def conversation_json(self, conversation_id: str) -> dict[str, Any]:
+        # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
+        conversation = self._require(conversation_id, origins=("user", "peer"))
+        room = self._room()
+        names = room.names()
+        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
+        return {
+            **conversation.to_json(),
+            "spent_usd": round(self.store.spent(conversation_id), 6),
+            # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
+            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
+            "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
+            "events": [e.to_json() for e in self.store.events(conversation_id)],
+            "round": self.round_state(conversation_id),
+            "busy": self.busy(conversation_id),
+            **self.tools.chat_json(conversation),  # asking, working, mode_words
+            # Who is who, so a view needs no other call to name everyone (issue 10); an outside
+            # agent's name that clashes with one of yours names yours (the @ picker holds it back).
+            "roster": {
+                "agents": [{"id": a.id, "name": a.name} for a in room.agents],
+                "outside": [
+                    {"id": i, "name": n, "clashes_with": clashing.get(n)}
+                    for n, i in room.outside.items()
+                ],
+            },
+            "streaming": self.hub.streaming(conversation_id),
+        }
+
+    def busy(self, conversation_id: str) -> bool:
+        """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
+        chat = self._chats.get(conversation_id)
+        return chat is not None and chat.runner is not None and not chat.runner.done()
+
+    def message_json(self, message: Message, names: dict[str, str]) -> dict[str, Any]:
+        data = message.to_json()
+        if message.agent:
+            data["name"] = names.get(message.agent, message.agent)
+        return data
+
+    async def close(self) -> None:
+        """End every runner; used when the server stops. Rounds are not resumed later."""
+        tasks = [c.runner for c in self._chats.values() if c.runner and not c.runner.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._chats.clear()
+
+    # --- the runner ---
+
+    async def _drain(self, chat: LiveChat) -> None:
+        while not chat.inbox.empty():
+            message = chat.inbox.get_nowait()
+            try:
+                await self._answer(chat, message)
+            except asyncio.CancelledError:
+                raise
+            except StoreError as error:
+                # Storage refused (a full disk): say it where it can be seen, keep serving.
+                log.warning("Conch: chat %s could not be stored: %s", chat.id, error)
+                await self._end_broken(chat, f"Conch could not store this answer: {error}")
+            except Exception:
+                log.exception("Conch: answering a message in chat %s failed", chat.id)
+                await self._end_broken(
+                    chat, "Something went wrong inside Conch while answering; see the server log."
+                )
+            finally:
+                chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
+                chat.next = None
+
+    async def _answer(self, chat: LiveChat, message: Message) -> None:
+        self.tools.new_message(chat.id)
+        room = self._room()
+        if not room.agents:
+            await self._note(
+                chat.id, "You have no agents yet: add one in Settings (or %conch agents)."
+            )
+            return
+        roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
+        mentions = read_mentions(message.text, roster.ours, roster.outside)
+        named = mentions.named
+        if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
+            await self._note(chat.id, unclear_note(mentions.unclear))
+        if named:
+            chat.round, chat.visible = Round(named=named, roster=roster), True
+        else:
+            agent = self._chat_agent(chat.id, room.agents)
+            chat.round, chat.visible = (
+                Round(named=[agent.name], roster=roster, handing_on=False),
+                False,
+            )
+        decision = chat.round.start()
+        if chat.visible:
+            # After start(), so a Stop while this is stored ends the round it stops.
+            await self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
+        while not isinstance(decision, End):
+            self._publish_round(chat)
+            if isinstance(decision, Ask):
+                decision = await self._ask(chat, room, decision, message)
+            else:
+                decision = await self._speak(chat, room, decision, message)
+        await self._finish(chat, decision)
+
+    def _room(self) -> Room:
+        outside = self.outside.list() if self.outside is not None else []
+        return Room(self.agents.list(), {o.name: o.id for o in outside})
+
+    def _chat_agent(self, conversation_id: str, agents: list[Agent]) -> Agent:
+        current = self._require(conversation_id).agent
+        return next((a for a in agents if a.id == current), agents[0])
+
+    async def _speak(self, chat: LiveChat, room: Room, turn: Speak, message: Message) -> Decision:
+        rnd = chat.round
+        assert rnd is not None
+        agent = room.agent(turn.agent)
+        ahead, chat.next = chat.next, None
+        noted = ahead.note if ahead is not None and ahead.decision is turn else None
+        if noted is None:
+            refusal = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
+            if refusal:
+                return rnd.handle(TurnRefused(agent.name, refusal))
+        place = None
+        if chat.visible:
+            handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
+            place = {"turn": turn.turn, "handed_by": handed_by}
+            if noted is None:
+                await self._note(chat.id, turn_note(agent.name, turn.handed_by), place)
+            else:
+                self._publish_message(await noted)  # stored with the reply before it
+            if rnd.ended is not None:  # stopped while the note was being stored
+                return rnd.ended
+        reply = chat.reply = Reply()
+        taking = self.turns.take(self._turn_input(chat, room, agent, message, place), reply)
+        task = asyncio.create_task(taking, name=f"conch-reply-{reply.id}")
+        await self._run(chat, task)
+        if not task.cancelled():
+            task.result()  # a fault inside Conch (a full disk) is raised to the runner
+        # Whether it ended, failed or was stopped, the reply is kept and billed (turn.py); after
+        # a Stop the engine answers with the End it already decided.
+        if reply.failure is not None:
+            words = f"{agent.name} could not answer: {reply.failure}"
+            return rnd.handle(ProviderFailed(agent.name, words))
+        if chat.next is not None:  # the engine went on as the reply was stored (_ahead)
+            if rnd.ended is not None or not isinstance(chat.next.decision, Speak):
+                done, chat.next = chat.next, None
+                if done.note is not None:  # stored, though a Stop came before its turn
+                    self._publish_message(await done.note)
+                return rnd.ended or done.decision
+            return chat.next.decision
+        rnd.handle(SpendRecorded(reply.cost))
+        return rnd.handle(ReplyEnded(agent.name, reply.text))
+
+    def _ahead(
+        self, chat: LiveChat, room: Room, agent: Agent, reply: Reply
+    ) -> asyncio.Task[Message] | None:
+        """As a reply of a round is queued to be stored (Turns' ends_with): the engine's next
+        step, and when that is another of your agents' turn and no budget refuses it, its note,
+        queued right behind the reply so one commit stores both.
+
+        Control inside out, for one commit fewer between two turns. What it buys (issue 22,
+        item 4): bench_turn_overhead.py, 40 interleaved pairs against the step put back in
+        _speak (the reply committed, the engine, the note committed), on a 2-core machine at
+        load 1-7 whose gap was 2-3x the quiet one: the gap 0.9 ms shorter a turn at the median
+        of the pairs (95% interval 0.2-2.1 ms; shorter in 28 of 40; medians 7.0 against 8.5
+        ms), the server's CPU 0.5 ms less a reply (0.13-0.67). Without it, _speak's own note
+        and refusal do it all (benchmarks/README.md, "Inside-out parts")."""
+        rnd = chat.round
+        if rnd is None or rnd.ended is not None or reply.failure is not None:
+            return None
+        rnd.handle(SpendRecorded(reply.cost))
+        decision = rnd.handle(ReplyEnded(agent.name, reply.text))
+        chat.next = NextTurn(decision)
+        if not isinstance(decision, Speak):
+            return None
+        speaker = room.agent(decision.agent)
+        # This reply's cost is not in the ledger yet: it is queued with the note.
+        if turn_refusal(
+            self.store, self.budget, speaker, chat.id, self.clock(), pending=reply.cost
+        ):
+            return None  # the turn's own check says so, and in words, when it comes
+        handed_by = room.id_of(decision.handed_by) if decision.handed_by else None
+        place = {"turn": decision.turn, "handed_by": handed_by}
+        words = turn_note(speaker.name, decision.handed_by)
+        try:
+            queued = self.store.add_message(chat.id, "note", words, round=place)
+        except StoreError:
+            return None  # the turn stores its note itself, and says why it cannot
+        note = asyncio.ensure_future(queued)
+        # If the round ends without awaiting it (the reply's own commit failed), its error is
+        # the runner's to say, not asyncio's "never retrieved".
+        note.add_done_callback(lambda done: done.cancelled() or done.exception())
+        chat.next = NextTurn(decision, note)
+        return note
+
+    async def _ask(self, chat: LiveChat, room: Room, turn: Ask, message: Message) -> Decision:
+        """Send the user's message, and nothing else of the chat, to an outside agent."""
+        rnd = chat.round
+        assert rnd is not None
+        assert self.outside_turns is not None  # the engine asks only outside agents that exist
+        outside_id = room.id_of(turn.agent)
+        await self._event(chat.id, "round.asking", {"agent": outside_id})
+        if rnd.ended is not None:  # stopped while the event was being stored
+            return rnd.ended
+        if message.via is not None:
+            # From the kernel, which every piece of code an agent runs holds: nothing leaves
+            # until the user says yes to these exact words, in the chat.
+            letting = asyncio.create_task(
+                self.tools.ask_to_send(chat.id, outside_id, turn.agent, message.text)
+            )
+            await self._run(chat, letting)
+            if rnd.ended is not None:  # Stop, while it asked
+                return rnd.ended
+            if not letting.result():
+                await self._note(chat.id, not_sent_note(turn.agent))
+                return rnd.handle(NotSent(turn.agent))
+        asking = asyncio.create_task(self.outside_turns.ask(chat.id, outside_id, message.text))
+        await self._run(chat, asking)
+        if asking.cancelled():  # Stop: the engine answers with its End
+            return rnd.handle(OutsideAnswered(turn.agent))
+        # Kept here, after the wait: a Stop now cannot leave its words in the chat untainted.
+        failed = await self.outside_turns.keep(
+            chat.id, outside_id, turn.agent, turn.turn, asking.result()
+        )
+        if failed is not None:
+            log.warning("Conch: chat %s: %s", chat.id, failed)
+            return rnd.handle(ProviderFailed(turn.agent, failed))
+        return rnd.handle(OutsideAnswered(turn.agent))
+
+    async def _run(self, chat: LiveChat, task: asyncio.Task[Any]) -> None:
+        """Wait for the turn or outside call `task`, however it ends: Stop may cancel it
+        meanwhile, and the server stopping cancels it with us."""
+        chat.running = task
+        try:
+            await settle(task)
+        finally:
+            chat.running, chat.reply = None, None
+
+    def _turn_input(
+        self,
+        chat: LiveChat,
+        room: Room,
+        agent: Agent,
+        message: Message,
+        place: dict[str, Any] | None,
+    ) -> TurnInput:
+        names = room.names()
+        history = self.store.messages(chat.id, limit=HISTORY_MESSAGES)
+        said = [Said.of(m, names) for m in history]
+        system = system_prompt(
+            speaker=agent.name,
+            persona=agent.persona,
+            instructions=agent.instructions,
+            room=[(a.name, a.persona) for a in room.agents],
+            outside=list(room.outside),
+            in_round=chat.visible,
+        )
+        return TurnInput(
+            conversation_id=chat.id,
+            agent=agent,
+            system=system,
+            said=said,
+            user_text=message.text,
+            room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
+            place=place,
+            tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
+            spend_check=lambda cost: loop_refusal(
+                self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
+            ),
+            ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,
+        )
+
+    async def _end_broken(self, chat: LiveChat, words: str) -> None:
+        """A failure inside Conch stopped the answer: the round still ends, with its reason
+        (`error`, unless it had already ended for another) in a round.ended event, and the words
+        in a note. Each is tried on its own: the store may be what failed."""
+        rnd, chat.round = chat.round, None
+        await self._try_note(chat.id, words)
+        self.hub.publish(chat.id, {"type": "round", "round": None})
+        if rnd is None or not chat.visible or rnd.phase == "new":
+            return  # a lone reply, or a round that never started: no round to end
+        end = rnd.handle(Broke(words))
+        summary = end_words(end.speakers, end.turns, end.reason)
+        ended = {"turns": end.turns, "reason": end.reason, "words": summary}
+        try:
+            await self._event(chat.id, "round.ended", ended)
+        except StoreError:
+            log.warning("Conch: chat %s: the round's end was not stored", chat.id)
+
+    async def _finish(self, chat: LiveChat, end: End) -> None:
+        if end.reason == "outside":
+            speaker = end.speakers[-1] if end.speakers else "An agent"
+            await self._note(chat.id, outside_refused_note(speaker, end.named_outside))
+        elif end.words:
+            await self._note(chat.id, end.words)
+        elif chat.visible and ROUND_END_WORDS.get(end.reason):
+            await self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
+        elif end.reason == "stopped":
+            await self._note(chat.id, "You stopped the reply.")
+        self.hub.publish(chat.id, {"type": "round", "round": None})
+        if chat.visible:
+            words = end_words(end.speakers, end.turns, end.reason)
+            await self._event(
+                chat.id, "round.ended", {"turns": end.turns, "reason": end.reason, "words": words}
+            )
+        chat.round = None  # only now: if storing the end failed, _end_broken stores it again
+
+    # --- small pieces ---
+
+    def _require(self, conversation_id: str, origins: tuple[str, ...] = ("user",)) -> Conversation:
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin not in origins:
+            raise ChatNotFound(conversation_id)
+        return conversation
+
+    def _snapshot(self, rnd: Round) -> dict[str, Any]:
+        room = self._room()
+        snap = rnd.snapshot()
+        speaker = snap["speaker"]
+        return {
+            **snap,
+            "speaker": room.id_of(speaker) if isinstance(speaker, str) else None,
+            "waiting": [room.id_of(n) for n in rnd.waiting],
+        }
+
+    def _publish_round(self, chat: LiveChat) -> None:
+        self.hub.publish(chat.id, {"type": "round", "round": self.round_state(chat.id)})
+
+    def _publish_message(self, message: Message) -> None:
+        name = self._room().names().get(message.agent) if message.agent else None
+        self.hub.message(message, name or message.agent)
+
+    async def _try_note(self, conversation_id: str, text: str) -> None:
+        """A note about a failure, which may itself fail to be stored: then the log has it."""
+        try:
+            await self._note(conversation_id, text)
+        except StoreError:
+            log.warning("Conch: chat %s: %s (not stored)", conversation_id, text)
+
+    async def _note(
+        self, conversation_id: str, text: str, place: dict[str, Any] | None = None
+    ) -> None:
+        note = await self.store.add_message(conversation_id, "note", text, round=place)
+        self._publish_message(note)
+
+    async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
+        self.hub.event(await self.store.add_event(conversation_id, kind, data))

@@ -1,0 +1,235 @@
+"""One turn: asking a model for one reply. The only place that streams a model's reply, for the
+rounds (rounds/driver.py) and for the door's guests (door/turn.py) alike.
+
+Theory of operation
+-------------------
+The caller says what the turn is (TurnInput: the agent, its system prompt, the chat so far, a
+deadline, who pays) and hands in an empty Reply, which the turn fills as it goes:
+
+    reply = Reply()
+    await Turns(...).take(turn, reply)   # Stop may cancel this; `reply` still says what was said
+
+1. The history (rounds/history.py) and the request are built from the TurnInput.
+2. The reply streams from the agent's provider (one retry policy: `stream_reply`); each piece is
+   published live to the chat's followers (Hub) and collected in `reply.parts`.
+3. However the turn ends — done, failed, past its deadline, or cancelled (Stop, CancelTask, the
+   server stopping) — what was said is stored as the agent's message (a cut-off reply is kept)
+   and the turn is billed: the provider's usage when it reported one, else an estimate marked as
+   such in the ledger (`estimate_usage`), so stopping early cannot walk around the spend bounds.
+   A failure before any text was said bills nothing: the provider refused or never answered.
+4. A deadline ends the turn with `reply.timed_out`, a provider's failure with `reply.failure`
+   (words for the owner); a cancellation is re-raised after the reply is kept and billed.
+
+The tool loop (agents that work in the notebook): a turn offered tools (`TurnInput.tools`; only
+your agents in your chats, never the door's guests) may get ToolCalls back with its text. Each
+call goes through NotebookTools (notebook/service.py: the mode, the taint, the user's yes, the
+run, the log), its result is added to the request as a ToolStep, and the model is asked again —
+within the same deadline, into the same Reply, so one turn is still one reply. At most
+MAX_CALLS_PER_TURN calls are run (the next are refused in words) and one more request answers
+with them; a loop whose metered cost so far the driver's `spend_check` refuses asks no more.
+Every request is billed: the provider's usage summed over the loop, plus an estimate for a
+request cut off mid-stream.
+
+What the turn does not decide: whose turn it is and what a reply means for the round (engine.py
+and the driver), whether a metered turn may start at all (spend.py's `turn_refusal`, asked by
+the caller first), and what a door task's state becomes (door/turn.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx
+
+from ..agents.agent_store import Agent, AgentStore
+from ..core.deadlines import within
+from ..notebook.rules import MAX_CALLS_PER_TURN
+from ..notebook.service import Caller, NotebookTools
+from ..providers import make_provider, stream_reply
+from ..providers.base import (
+    ModelRequest,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    ToolStep,
+    Usage,
+    estimate_usage,
+)
+from ..store.chats import Store
+from ..store.hub import Hub
+from ..store.rows import row_id
+from .history import Said, history_turns
+from .spend import record_spend
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What one turn is: who answers, under which prompt, to which chat, within what bounds."""
+
+    conversation_id: str
+    agent: Agent
+    system: str
+    said: Sequence[Said]  # the chat so far, oldest first, with speakers' names
+    user_text: str  # the message this reply answers (the offline model's script reads it)
+    room: tuple[str, ...]  # the names in the room (the offline model hands on among them)
+    place: dict[str, Any] | None = None  # the reply's place in a round, stored with it
+    payer: str | None = None  # who else the spend is charged to (a door pairing)
+    seconds: float | None = None  # a deadline for the whole reply; None: the provider's own
+    tools: tuple[ToolSpec, ...] = ()  # the notebook tools offered; never for the door
+    # Given the turn's metered cost so far, words when the tool loop must ask no more (the
+    # round's $1, the chat's limit, the monthly budget); None to go on.
+    spend_check: Callable[[float], str | None] | None = None
+    # What the caller stores once the reply has ended (not when the turn is cancelled): it
+    # queues its changes when called, right after the reply's, so one commit holds both (the
+    # door's task ends with its answer; a round's next turn its note), and gives what to await
+    # for them (None: nothing queued).
+    ends_with: Callable[[Reply], Awaitable[object] | None] | None = None
+
+
+@dataclass
+class Reply:
+    """One reply as the turn makes it: readable by the caller while it streams and after a cut."""
+
+    id: str = field(default_factory=lambda: row_id("m"))
+    parts: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    cost: float = 0.0
+    failure: str | None = None  # the provider's failure, in words for the owner
+    timed_out: bool = False
+    # The request being answered now, until its usage is in, and where its text begins: what a
+    # cut-off turn's estimate is made from.
+    open_request: ModelRequest | None = None
+    open_from: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def said_something(self) -> bool:
+        return bool(self.parts)
+
+
+@dataclass
+class Turns:
+    """Runs turns: the store, the agents' providers and the Hub a turn needs. One is shared by
+    the round driver and the door."""
+
+    store: Store
+    agents: AgentStore
+    hub: Hub
+    http: httpx.AsyncClient
+    offline_delay: float = 0.03
+    retry_delay: float = 1.0
+    notebook: NotebookTools | None = None  # what runs the tools a turn is offered
+
+    async def take(self, turn: TurnInput, reply: Reply) -> Reply:
+        """Ask the agent's model for one reply, into `reply`; see the module's theory."""
+        request = ModelRequest(
+            model=turn.agent.provider.model,
+            system=turn.system,
+            turns=history_turns(turn.said, turn.agent.name),
+            speaker=turn.agent.name,
+            room=turn.room,
+            user_text=turn.user_text,
+            tools=turn.tools if self.notebook is not None else (),
+        )
+        try:
+            await within(turn.seconds, self._exchange(turn, request, reply))
+        except asyncio.TimeoutError:
+            reply.timed_out = True
+        except ProviderError as error:
+            reply.failure = error.words
+        except asyncio.CancelledError:
+            await self._settle(turn, request, reply, cancelled=True)
+            raise
+        await self._settle(turn, request, reply, cancelled=False)
+        return reply
+
+    async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
+        provider = make_provider(
+            self.agents.provider_for(turn.agent.id),
+            http=self.http,
+            offline_delay=self.offline_delay,
+        )
+        caller = Caller(turn.agent.id, turn.agent.name, turn.place)
+        calls_made = 0
+        for trip in range(MAX_CALLS_PER_TURN + 2):
+            reply.open_request, reply.open_from = request, len(reply.parts)
+            calls: list[ToolCall] = []
+            async for item in stream_reply(provider, request, retry_delay=self.retry_delay):
+                if isinstance(item, TextDelta):
+                    reply.parts.append(item.text)
+                    self.hub.delta(turn.conversation_id, reply.id, turn.agent.id, item.text)
+                elif isinstance(item, ToolCall):
+                    calls.append(item)
+                else:
+                    reply.usage = item if reply.usage is None else reply.usage + item
+                    reply.open_request = None
+            if not calls or self.notebook is None or not request.tools:
+                return
+            results = []
+            for call in calls:  # one at a time: a later call may read what an earlier one did
+                results.append(
+                    await self.notebook.call(turn.conversation_id, caller, call, calls_made)
+                )
+                calls_made += 1
+            said = "".join(reply.parts[reply.open_from :])
+            request = replace(
+                request, steps=(*request.steps, ToolStep(said, tuple(calls), tuple(results)))
+            )
+            if trip == MAX_CALLS_PER_TURN + 1 or self._spent_enough(turn, reply):
+                return  # every call has its answer; no more requests
+
+    def _spent_enough(self, turn: TurnInput, reply: Reply) -> bool:
+        if turn.spend_check is None or turn.agent.price is None or reply.usage is None:
+            return False
+        return turn.spend_check(turn.agent.price.cost(reply.usage)) is not None
+
+    async def _settle(
+        self, turn: TurnInput, request: ModelRequest, reply: Reply, *, cancelled: bool
+    ) -> None:
+        """Keep what was said and bill it, however the turn ended: the reply (with the chat's
+        agent), its spend and what the caller ends the turn with (`ends_with`) are queued
+        together, so one commit stores them all."""
+        kept = None
+        if reply.said_something:
+            kept = self.store.add_message(
+                turn.conversation_id,
+                "agent",
+                reply.text,
+                agent=turn.agent.id,
+                round=turn.place,
+                id=reply.id,
+                chat_agent=True,
+            )
+        # A request cut off mid-stream (Stop, a deadline, a failure after some text) reported no
+        # usage: estimate it. One that failed before saying anything was refused: nothing to bill.
+        cut = reply.open_request
+        said = len("".join(reply.parts[reply.open_from :]))
+        if cut is not None and (reply.failure is None or said):
+            estimate = estimate_usage(cut, said)
+            reply.usage = estimate if reply.usage is None else reply.usage + estimate
+        reply.open_request = None
+        spent = record_spend(
+            self.store,
+            turn.agent,
+            reply.usage,
+            conversation_id=turn.conversation_id,
+            payer=turn.payer,
+        )
+        reply.cost = spent.cost  # known now: the caller's ending may go by it
+        ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)
+        if kept is not None:
+            self.hub.draw_ahead(turn.conversation_id, reply.text)
+        try:
+            if kept is not None:
+                self.hub.message(await kept, turn.agent.name)
+            await spent
+        finally:
+            if ended is not None:
+                await ended

@@ -1,0 +1,133 @@
+"""The demo notebook runs top to bottom against a real server, offline, with no key."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from ..support.jupyter_process import JupyterProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+DEMO = Path(__file__).resolve().parents[2] / "notebooks" / "demo.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[JupyterProcess]:
+    # Slow enough that the handover round is still running when the demo stops it.
+    extra = ("--ConchApp.offline_delay=0.02",)
+    process = JupyterProcess(tmp_path / "data", tmp_path / "root", extra=extra)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def the_chat(server: JupyterProcess) -> dict[str, Any]:
+    with server.client() as http:
+        chats = http.get(server.api("conversations")).json()["conversations"]
+        [chat] = [c for c in chats if c["path"] == "demo.ipynb"]
+        return dict(http.get(server.api(f"conversations/{chat['id']}")).json())
+
+
+def settle(server: JupyterProcess) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while (chat := the_chat(server))["busy"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return chat
+
+
+def what_you_do_in_the_chat(server: JupyterProcess, source: str) -> None:
+    """What a person does in the chat's view before the next cell: press Run, switch to Read.
+    Done with the server's token, as the page would (the kernel key may do neither)."""
+    if source.startswith("%%conch\n@Writer please run this:"):
+        settle(server)  # the Researcher has read the notebook
+    elif source.startswith("print(total)"):
+        deadline = time.monotonic() + 60
+        while not (asking := the_chat(server)["asking"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(asking) == 1, [
+            (m["role"], m["text"][:200]) for m in the_chat(server)["messages"][-8:]
+        ]
+        [entry] = asking
+        assert entry["code"] == "total = sum(sales)\nprint(total)"
+        chat_id = the_chat(server)["id"]
+        with server.client() as http:
+            answer = f"conversations/{chat_id}/tools/{entry['call_id']}"
+            assert http.post(server.api(answer), json={"run": True}).status_code == 200
+        settle(server)
+    elif source.startswith("%%conch\n@Writer please run this too"):
+        with server.client() as http:
+            changed = http.patch(
+                server.api(f"conversations/{the_chat(server)['id']}"), json={"mode": "read"}
+            )
+            assert changed.status_code == 200
+    elif source.startswith("from conch_jupyter.client import ConchClient\n\nsaved") and (
+        "tool" in source
+    ):
+        settle(server)
+
+
+def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
+    """Run it in a kernel the server started for the notebook's session, as JupyterLab would."""
+    shutil.copy(DEMO, server.root_dir / "demo.ipynb")
+    with server.client() as http:
+        session = http.post(
+            f"{server.url}api/sessions",
+            json={"path": "demo.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+        ).json()
+    kernel = session["kernel"]
+    notebook = nbformat.read(DEMO, as_version=4)
+    runner = NotebookClient(notebook, timeout=120)
+    runner.kc = client = server.connect_kernel(kernel["id"])
+    try:
+        for index, cell in enumerate(notebook.cells):
+            what_you_do_in_the_chat(server, cell.source)
+            runner.execute_cell(cell, index)
+    finally:
+        client.stop_channels()
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    errors = [o for cell in code for o in cell.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors, errors
+    outputs = [
+        "".join(
+            o.get("text", "") or o.get("data", {}).get("text/plain", "")
+            for o in cell.get("outputs", [])
+        )
+        for cell in code
+    ]
+    widgets = [
+        sum(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", [])) for cell in code
+    ]
+    # %conch agents and %%conch each show a widget: Settings, then this notebook's chat.
+    assert widgets[1:3] == [1, 1]
+    assert code[1].source == "%conch agents"
+    assert code[2].source.startswith("%%conch")
+    # The handover round was stopped from the cell, mid-round.
+    assert "Stopped the round." in outputs[4]
+    saved = outputs[5].splitlines()
+    assert saved[0] == "Researcher and Writer took turns · 2 replies"
+    assert re.fullmatch(
+        r"Researcher and Writer took turns · \d+ repl(y|ies) · ended: you stopped it", saved[1]
+    )
+    assert "— Writer's turn" in saved
+    assert "— Researcher handed over to Writer" in saved
+    assert "— The round ended: you stopped it." in saved
+    # Agents that work in the notebook: a read with no yes, a run after yours, Read refusing.
+    assert outputs[-3].strip() == "14"  # the Writer's run, after your Run
+    assert outputs[-1].splitlines() == [
+        "Researcher read_notebook ran",
+        "Writer run_code ran",
+        "Writer run_code refused",
+        "14",
+    ]

@@ -1,0 +1,124 @@
+"""rounds/spend.py: what a reply costs in the ledger, and when the chat's limit or month refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conch_jupyter.agents.agent_store import Agent
+from conch_jupyter.providers.base import Price, ProviderConfig, Usage
+from conch_jupyter.rounds.engine import Roster, Round, SpendRecorded
+from conch_jupyter.rounds.spend import (
+    Budget,
+    loop_refusal,
+    month_spent_over,
+    record_spend,
+    turn_refusal,
+)
+from conch_jupyter.store.chats import Store
+
+from ..support.api import Clock
+
+NOW = datetime(2024, 3, 15, 12, tzinfo=timezone.utc).timestamp()
+PRICE = Price(input_per_mtok=1_000_000, output_per_mtok=2_000_000)  # $1 and $2 a token
+
+
+def metered(price: Price | None = PRICE) -> Agent:
+    return Agent(
+        id="writer",
+        name="Writer",
+        persona="",
+        instructions="",
+        provider=ProviderConfig("openai", model="m"),
+        price=price,
+        has_key=False,
+        created=0.0,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "conch.sqlite3", Clock(now=NOW)) as opened:
+        yield opened
+
+
+async def test_a_metered_reply_is_billed_from_its_usage(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    cost = await record_spend(store, metered(), Usage(3, 2), conversation_id=chat, payer="p_1")
+    assert cost == 7
+    (entry,) = store.spend_entries(chat)
+    assert (entry.usd, entry.input_tokens, entry.output_tokens) == (7, 3, 2)
+    assert (entry.agent, entry.payer, entry.estimated) == ("writer", "p_1", False)
+
+
+async def test_an_estimate_is_marked_in_the_ledger(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    await record_spend(store, metered(), Usage(4, 1, estimated=True), conversation_id=chat)
+    (entry,) = store.spend_entries(chat)
+    assert (entry.usd, entry.estimated) == (6, True)
+
+
+@pytest.mark.parametrize(("agent", "usage"), [(metered(None), Usage(3, 2)), (metered(), None)])
+async def test_nothing_is_billed_without_a_price_or_usage(
+    store: Store, agent: Agent, usage: Usage | None
+) -> None:
+    chat = (await store.create_conversation()).id
+    assert await record_spend(store, agent, usage, conversation_id=chat) == 0.0
+    assert store.spend_entries(chat) == []
+
+
+async def test_the_chats_limit_refuses_a_metered_turn_only(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    budget = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
+    assert turn_refusal(store, budget, metered(), chat, NOW) is None
+    await store.add_spend(5.0, conversation_id=chat)
+    words = turn_refusal(store, budget, metered(), chat, NOW)
+    assert words is not None
+    assert "spent $5.00 of its $5.00 limit, so Writer did not answer" in words
+    assert turn_refusal(store, budget, metered(None), chat, NOW) is None  # unpriced: free
+    assert turn_refusal(store, Budget(None, None), metered(), chat, NOW) is None
+
+
+async def test_the_months_budget_counts_every_chat_and_restarts_each_month(store: Store) -> None:
+    budget = Budget(chat_limit_usd=None, monthly_budget_usd=10.0)
+    first, second = (await store.create_conversation()).id, (await store.create_conversation()).id
+    await store.add_spend(6.0, conversation_id=first)
+    assert month_spent_over(store, budget, metered(), NOW) is None
+    await store.add_spend(4.0, conversation_id=first)
+    assert month_spent_over(store, budget, metered(), NOW) == 10.0
+    words = turn_refusal(store, budget, metered(), second, NOW)
+    assert words is not None
+    assert "This month's spending has reached $10.00 of the $10.00 budget" in words
+    assert month_spent_over(store, budget, metered(None), NOW) is None
+    april = datetime(2024, 4, 1, tzinfo=timezone.utc).timestamp()
+    assert month_spent_over(store, budget, metered(), april) is None
+
+
+async def test_a_tool_loop_asks_no_more_once_the_round_the_chat_or_the_month_is_spent(
+    store: Store,
+) -> None:
+    """`loop_refusal`: a turn's own requests so far (`cost`, not yet in the ledger) count against
+    the round's $1, the chat's limit and the month, so a tool loop cannot walk around them."""
+    chat = (await store.create_conversation()).id
+    roomy = Budget(chat_limit_usd=None, monthly_budget_usd=None)
+    rnd = Round(named=["Writer"], roster=Roster(ours=("Writer",)))
+    rnd.start()
+    rnd.handle(SpendRecorded(0.6))  # the round's earlier replies
+    assert loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.39) is None
+    words = loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.4)
+    assert words == "The round reached its spending limit."
+    assert loop_refusal(store, roomy, metered(), chat, NOW, None, 0.4) is None  # no round
+    # The chat's limit and the month count the loop's cost as pending.
+    await store.add_spend(4.0, conversation_id=chat)
+    limited = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
+    assert loop_refusal(store, limited, metered(), chat, NOW, None, 0.99) is None
+    words = loop_refusal(store, limited, metered(), chat, NOW, None, 1.0)
+    assert words is not None
+    assert "spent $5.00 of its $5.00 limit" in words
+    monthly = Budget(chat_limit_usd=None, monthly_budget_usd=4.5)
+    words = loop_refusal(store, monthly, metered(), chat, NOW, None, 0.5)
+    assert words is not None
+    assert "reached $4.50 of the $4.50 budget" in words
