@@ -113,7 +113,11 @@ def busy_kernel_scenario(page: Page, lab: Lab, notebook: str, name: str) -> None
     card = chat.locator(".conch-round").first
     expect(card).to_have_attribute("data-state", "live", timeout=60_000)
     # The sleeping cell holds the kernel: everything below happens without it.
-    until_kernel(lab, notebook, "busy")
+    try:
+        until_kernel(lab, notebook, "busy")
+    except AssertionError:
+        page.screenshot(path=screenshot_path(f"{name}-never-busy"))  # what the cells show
+        raise
     streaming = chat.locator(".conch-msg.is-streaming .conch-streaming-text")
     expect(streaming).not_to_be_empty(timeout=30_000)
     before = len(streaming.text_content() or "")
