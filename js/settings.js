@@ -112,6 +112,8 @@ function agentForm(act) {
     persona.value = agent?.persona || "";
     instructions.value = agent?.instructions || "";
     kind.value = agent?.provider?.kind || "offline";
+    // A new agent starts on a provider the administrator allows.
+    if (!agent && kind.selectedOptions[0]?.disabled) kind.value = [...kind.options].find((o) => !o.disabled)?.value || kind.value;
     modelName.value = agent?.provider?.model || "";
     baseUrl.value = agent?.provider?.base_url || "";
     key.value = "";
