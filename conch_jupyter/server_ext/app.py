@@ -23,14 +23,23 @@ from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
 from ..core.files import ensure_private_dir
-from ..core.policy import BadPolicy, cap_chat_limit, cap_monthly_budget, parse_policy
+from ..core.policy import (
+    BadPolicy,
+    Policy,
+    PolicyRefused,
+    cap_chat_limit,
+    cap_monthly_budget,
+    check_provider,
+    parse_policy,
+)
 from ..core.sealed import SealedFile
 from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
-from ..providers import detect_default_provider
+from ..providers import address_of, detect_default_provider
+from ..providers.base import ProviderConfig
 from ..rounds.driver import RoundService
 from ..rounds.spend import Budget
 from ..rounds.turn import Turns
@@ -46,6 +55,16 @@ SERVER_URL_ENV = "CONCH_SERVER_URL"
 # The server's root, so a kernel can turn the full path Jupyter gives it (JPY_SESSION_NAME)
 # back into its notebook's path under the root, as the API spells it.
 ROOT_DIR_ENV = "CONCH_ROOT_DIR"
+
+
+def allowed_default(policy: Policy, found: ProviderConfig) -> ProviderConfig:
+    """The provider the first agents get: the one found (a key in the environment, a local
+    Ollama), unless the administrator's policy does not allow it; then the offline model."""
+    try:
+        check_provider(policy, found.kind, address_of(found.kind, found.base_url))
+    except PolicyRefused:
+        return ProviderConfig("offline", model="offline")
+    return found
 
 
 def routes() -> list[tuple[str, type[web.RequestHandler]]]:
@@ -135,7 +154,7 @@ class ConchApp(ExtensionApp):
             policy=policy,
         )
         if not agents.path.exists():
-            agents.ensure_defaults(detect_default_provider(os.environ))
+            agents.ensure_defaults(allowed_default(policy, detect_default_provider(os.environ)))
         hub = Hub()
         chat_limit = cap_chat_limit(policy, self.chat_limit_usd)
         monthly = cap_monthly_budget(policy, self.monthly_budget_usd)

@@ -110,8 +110,10 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def get(self) -> None:
         store = self.conch.store
+        mode_of = self.conch.tools.mode_of  # the mode it runs in, under the policy
         chats = [
-            {**c.to_json(), "spent_usd": store.spent(c.id)} for c in store.list_conversations()
+            {**c.to_json(), "mode": mode_of(c), "spent_usd": store.spent(c.id)}
+            for c in store.list_conversations()
         ]
         self.reply({"conversations": chats})
 

@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from conch_jupyter.client import AsyncConchClient
 from conch_jupyter.server_ext.services import ConchServices
+from conch_jupyter.widget import SettingsWidget
 
 from ..support.a2a_peers import Peer
 from ..support.api import Api, settled
@@ -225,3 +227,23 @@ async def test_no_outside_agents_at_all(api: Api, conch_config: dict[str, Any]) 
         words = refused(*await api("POST", "outside", {"paste": peer.address}))
         assert peer.received == []
     assert words == "Outside agents are off on this server: set by your administrator."
+
+
+async def test_the_kernel_side_reads_the_policy_for_settings_drawn_through_it(
+    api: Api, conch: ConchServices, jp_http_port: int, jp_base_url: str
+) -> None:
+    """Settings drawn through the kernel (no Jupyter server of the page's own) get the same
+    locks in their `locked` trait: the kernel key reads GET /policy."""
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    key = conch.kernel_key
+    async with httpx.AsyncClient(timeout=10) as http:
+        answer = await http.get(f"{url}conch/api/policy", headers={"X-Conch-Kernel-Key": key})
+    assert answer.status_code == 200
+    assert answer.json()["locked"]["door"] is False
+    widget = SettingsWidget(
+        "pairings", client_factory=lambda: AsyncConchClient(url, kernel_key=key)
+    )
+    widget.send = lambda content, buffers=None: None
+    await widget.acting()
+    assert widget.locked == answer.json()["locked"]
+    await widget.client().aclose()

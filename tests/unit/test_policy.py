@@ -196,3 +196,16 @@ def test_acp_commands() -> None:
     assert "Coding agents over ACP are off" in refused(
         check_provider, parse_policy({"providers": {"kinds": ["openai"]}}), "acp", None, "goose"
     )
+
+
+def test_the_first_agents_start_on_a_provider_the_policy_allows() -> None:
+    from conch_jupyter.providers.base import ProviderConfig
+    from conch_jupyter.server_ext.app import allowed_default
+
+    found = ProviderConfig("openai", model="gpt-4o-mini")  # OPENAI_API_KEY in the environment
+    gateway = parse_policy({"providers": {"base_urls": ["https://llm.school.example/v1"]}})
+    assert allowed_default(gateway, found) == ProviderConfig("offline", model="offline")
+    assert allowed_default(NO_POLICY, found) == found
+    ollama = ProviderConfig("openai", model="llama3", base_url="http://127.0.0.1:11434/v1")
+    local = parse_policy({"providers": {"base_urls": ["http://127.0.0.1:11434/v1/"]}})
+    assert allowed_default(local, ollama) == ollama
