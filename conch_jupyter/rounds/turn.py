@@ -156,7 +156,9 @@ class Turns:
     async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
         config = self.agents.provider_for(turn.agent.id)
         try:
-            check_provider(self.policy, config.kind, address_of(config.kind, config.base_url))
+            address = address_of(config.kind, config.base_url)
+            command = getattr(config, "command", None)  # an ACP coding agent's (issue 25)
+            check_provider(self.policy, config.kind, address, command)
         except PolicyRefused as refused:
             raise ProviderError(refused.message) from None  # nothing is contacted
         provider = make_provider(

@@ -42,7 +42,9 @@ AGENTS_SETTINGS = ("add, change or remove agents", "Settings (%conch agents)")
 def allowed_provider(handler: ConchHandler, provider: ProviderIn) -> None:
     """403 `policy` for a provider the administrator's policy does not allow."""
     address = address_of(provider.kind, provider.base_url)
-    check_provider(handler.conch.policy, provider.kind, address)
+    # `command`: an ACP coding agent's program, once that kind is here (issue 25).
+    command = getattr(provider, "command", None)
+    check_provider(handler.conch.policy, provider.kind, address, command)
 
 
 class AgentsHandler(ConchHandler):
