@@ -153,6 +153,10 @@ class ConchClient(BaseConchClient):
     def pairings(self) -> Rows:
         return self.do(Calls.pairings)
 
+    def policy(self) -> Answer:
+        """What the server's administrator locked: {"locked": {key: value}}."""
+        return self.do(Calls.policy)
+
     def create_pairing(self, agents: list[str], *, remote: bool = False) -> Answer:
         return self.do(Calls.create_pairing(agents, remote))
 
@@ -262,6 +266,10 @@ class AsyncConchClient(BaseConchClient):
 
     async def pairings(self) -> Rows:
         return await self.do(Calls.pairings)
+
+    async def policy(self) -> Answer:
+        """What the server's administrator locked: {"locked": {key: value}}."""
+        return await self.do(Calls.policy)
 
     async def create_pairing(self, agents: list[str], *, remote: bool = False) -> Answer:
         return await self.do(Calls.create_pairing(agents, remote))

@@ -98,6 +98,7 @@ class Calls:
     outside = Call("GET", "outside", _rows("outside"))
     repair_outside = Call("POST", "outside/repair", _rows("outside"))
     pairings = Call("GET", "pairings", _rows("pairings"))
+    policy = Call("GET", "policy", _whole)  # {"locked": {...}}: what the administrator locked
 
     @staticmethod
     def create_agent(body: dict[str, Any]) -> Call[Answer]:

@@ -20,6 +20,7 @@
  * Pure: no DOM (tested with node --test, with a model made of a few lines).
  */
 
+import { policyOf } from "./policy.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
@@ -37,8 +38,8 @@ import { stuckOf } from "./tools.js";
 
 /** The tool state the header and the approvals draw. @param {ChatState} chat @returns {import("./tool-views.js").ToolView} */
 function toolView(chat) {
-  const { mode, tainted, switchable, stuck } = chat.tools;
-  return { mode, tainted, switchable, approvals: chat.tools.approvals(), stuck };
+  const { mode, tainted, switchable, stuck, locked } = chat.tools;
+  return { mode, tainted, switchable, approvals: chat.tools.approvals(), stuck, locked };
 }
 
 /**
@@ -103,6 +104,11 @@ function followed(api, conversationId) {
     return known;
   }
   const fed = fedChat({ tools: true });
+  // The modes the administrator turned off are drawn locked in the switch (policy.js).
+  policyOf(api).then((locked) => {
+    fed.chat.tools.locked = locked;
+    fed.redraw();
+  });
   const stop = api.follow(conversationId, {
     item(item) {
       if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });

@@ -109,7 +109,8 @@ export function outsideSection(source, list) {
     /** @type {any[] | null} */
     const rows = source.state.get("outside");
     const off = rows === null;
-    outsideForm.hidden = off;
+    // No adding where the administrator turned outside agents off (policy.js).
+    outsideForm.hidden = off || source.state.get("locked")?.outside_hosts === false;
     repair.hidden = off || !rows.length;
     const editor = renaming && (rows || []).some((agent) => agent.id === renaming?.id) ? renaming : null;
     renaming = editor; // an agent removed meanwhile is renamed no more

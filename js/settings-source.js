@@ -6,6 +6,7 @@
  * actions ({type: "agent.save", ...}) and the same answers ("done", "pairing.created").
  */
 
+import { policyOf } from "./policy.js";
 import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 
@@ -52,6 +53,7 @@ export function directSettings(api, section) {
     problem: {},
     working: "",
     read_only: "", // the page's own Jupyter auth may change everything
+    locked: {}, // what the administrator's policy locks (policy.js)
   });
   /** @type {Set<(message: any) => void>} */
   const listeners = new Set();
@@ -101,6 +103,7 @@ export function directSettings(api, section) {
   const actions = {
     refresh: () =>
       act("refresh", state.get("section"), async () => {
+        state.update({ locked: await policyOf(api) });
         await agents();
         await load("outside");
         await load("pairings");

@@ -13,6 +13,7 @@
 import { confirmButton, field } from "./controls.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
+import { kindAllowed, sectionLocks } from "./policy.js";
 import { outsideSection } from "./settings-outside.js";
 import { itemsOf } from "./timeline.js";
 
@@ -111,6 +112,8 @@ function agentForm(act) {
     persona.value = agent?.persona || "";
     instructions.value = agent?.instructions || "";
     kind.value = agent?.provider?.kind || "offline";
+    // A new agent starts on a provider the administrator allows.
+    if (!agent && kind.selectedOptions[0]?.disabled) kind.value = [...kind.options].find((o) => !o.disabled)?.value || kind.value;
     modelName.value = agent?.provider?.model || "";
     baseUrl.value = agent?.provider?.base_url || "";
     key.value = "";
@@ -126,7 +129,12 @@ function agentForm(act) {
     editing = null;
   }
 
-  return { el: form, open, close };
+  /** The providers the administrator's policy does not allow cannot be chosen. @param {import("./policy.js").Locked} locked */
+  function lock(locked) {
+    for (const option of kind.options) option.disabled = !kindAllowed(locked, option.value);
+  }
+
+  return { el: form, open, close, lock };
 }
 
 /** @param {SettingsSource} source @param {HTMLElement} el */
@@ -136,6 +144,7 @@ export function settingsView(source, el) {
   const problems = /** @type {Record<string, HTMLElement>} */ ({});
   const lists = /** @type {Record<string, HTMLElement>} */ ({});
   const notes = /** @type {Record<string, HTMLElement>} */ ({});
+  const locks = /** @type {Record<string, HTMLElement>} */ ({}); // the administrator's sentences
   const tabButtons = SECTIONS.map(([key, label]) => {
     const button = h("button", {
       type: "button",
@@ -149,6 +158,7 @@ export function settingsView(source, el) {
     });
     problems[key] = h("div", { class: "conch-problem", role: "alert", hidden: true });
     notes[key] = h("p", { class: "conch-muted", hidden: true });
+    locks[key] = h("p", { class: "conch-locked", role: "note", hidden: true });
     lists[key] = h("ul", { class: "conch-rows" });
     panels[key] = h("section", { class: "conch-panel", role: "tabpanel", "aria-labelledby": button.id });
     return button;
@@ -169,6 +179,7 @@ export function settingsView(source, el) {
   const form = agentForm(source.act);
   panels.agents.append(
     h("p", { class: "conch-muted", text: "Mention an agent with @ and its name to start a round." }),
+    locks.agents,
     problems.agents,
     lists.agents,
     h("button", { type: "button", class: "conch-button conch-add", text: "Add an agent", onclick: () => form.open(null) }),
@@ -183,6 +194,7 @@ export function settingsView(source, el) {
       text: "An outside agent lives elsewhere. It is sent only the words of a message that mentions it, and its answers are someone else's words.",
     }),
     notes.outside,
+    locks.outside,
     problems.outside,
     lists.outside,
     h("div", { class: "conch-actions" }, outside.repair),
@@ -212,6 +224,7 @@ export function settingsView(source, el) {
   panels.pairings.append(
     h("p", { class: "conch-muted", text: "Off until you pair one: another agent reaches yours only with the key a pairing gives it, and gets words only." }),
     notes.pairings,
+    locks.pairings,
     problems.pairings,
     once,
     lists.pairings,
@@ -267,7 +280,10 @@ export function settingsView(source, el) {
     /** @type {any[]} */
     const agents = source.state.get("agents") || [];
     const nameOf = (/** @type {string} */ id) => agents.find((a) => a.id === id)?.name || id;
-    pairForm.hidden = rows === null;
+    const locked = source.state.get("locked") || {};
+    pairForm.hidden = rows === null || locked.door === false;
+    remote.disabled = locked.door_remote === false;
+    if (remote.disabled) remote.checked = false;
     lists.pairings.replaceChildren(
       ...(rows || []).map((pairing) =>
         h(
@@ -360,7 +376,12 @@ export function settingsView(source, el) {
     const working = source.state.get("working") || "";
     const unavailable = source.state.get("unavailable") || {};
     const problem = source.state.get("problem") || {};
+    const locked = sectionLocks(source.state.get("locked") || {});
+    form.lock(source.state.get("locked") || {});
     SECTIONS.forEach(([key], i) => {
+      const said = locked[/** @type {keyof typeof locked} */ (key)];
+      locks[key].hidden = !said.length;
+      locks[key].textContent = said.join(" ");
       tabButtons[i].setAttribute("aria-selected", String(key === section));
       tabButtons[i].tabIndex = key === section ? 0 : -1;
       panels[key].hidden = key !== section;
@@ -392,7 +413,7 @@ export function settingsView(source, el) {
     }
   }
 
-  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only"];
+  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only", "locked"];
   for (const name of traits) source.state.on(`change:${name}`, draw);
   const unlisten = source.listen(onMessage);
   draw();

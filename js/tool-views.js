@@ -12,13 +12,14 @@
  */
 
 import { h, uid } from "./dom.js";
+import { modeLock } from "./policy.js";
 import { MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 
 /**
  * @typedef {import("./tools.js").Asking} Asking
  * @typedef {import("./tools.js").Mode} Mode
  * @typedef {import("./tools.js").Stuck} Stuck
- * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[], stuck: Stuck | null}} ToolView
+ * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[], stuck: Stuck | null, locked?: import("./policy.js").Locked}} ToolView
  * @typedef {"interrupt" | "restart"} KernelAction
  * @typedef {{
  *   setMode(mode: Mode): Promise<void>,
@@ -53,18 +54,29 @@ export function modeSwitch(actions) {
     group.append(button);
   }
   const words = h("span", { class: "conch-mode-words", id });
-  const el = h("div", { class: "conch-mode-bar" }, group, words);
+  // The modes the administrator's policy turns off, said once beside the switch.
+  const locks = h("span", { class: "conch-mode-lock conch-locked", hidden: true });
+  const el = h("div", { class: "conch-mode-bar" }, group, words, locks);
   el.hidden = true;
 
   /** @param {ToolView | undefined} view */
   function draw(view) {
     el.hidden = !view;
     if (!view) return;
+    /** @type {string[]} */
+    const off = [];
     for (const [mode, button] of buttons) {
       button.setAttribute("aria-pressed", String(mode === view.mode));
-      if (view.switchable) button.removeAttribute("disabled");
+      const lock = modeLock(view.locked || {}, mode);
+      if (lock) off.push(lock);
+      button.classList.toggle("is-locked", Boolean(lock));
+      if (lock) button.title = lock;
+      else button.removeAttribute("title");
+      if (view.switchable && !lock) button.removeAttribute("disabled");
       else button.setAttribute("disabled", "");
     }
+    locks.hidden = !off.length;
+    locks.textContent = off.join(" ");
     const said = modeWords(view.mode, view.tainted);
     words.textContent = said.words;
     el.classList.toggle("is-guarded", said.guarded);

@@ -48,6 +48,8 @@ export class ToolState {
     this.working = null;
     /** @type {Stuck | null} the run Stop could not end, while the kernel is busy with it */
     this.stuck = null;
+    /** @type {import("./policy.js").Locked} what the administrator's policy locks (policy.js) */
+    this.locked = {};
   }
 
   /**

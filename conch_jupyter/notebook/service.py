@@ -37,6 +37,7 @@ from typing import Any
 
 from ..core.errors import ConchError
 from ..core.files import StoreError
+from ..core.policy import NO_POLICY, Policy, check_mode, effective_mode, mode_words
 from ..core.text import clean_text
 from ..providers.base import ToolCall
 from ..store.chats import Conversation, Mode, NotFound, Store
@@ -138,8 +139,10 @@ class NotebookTools:
         hub: Hub,
         kernels: NotebookKernels | None,
         clock: Callable[[], float] = time.monotonic,
+        policy: Policy = NO_POLICY,
     ) -> None:
         self.store = store
+        self.policy = policy
         self.hub = hub
         self.kernels = kernels
         self.clock = clock
@@ -149,19 +152,33 @@ class NotebookTools:
     # --- what the user does (through the handlers) ---
 
     def chat_json(self, conversation: Conversation) -> dict[str, Any]:
-        """The chat's tool state for its JSON: what asks, what works, what the header says."""
+        """The chat's tool state for its JSON: what asks, what works, what the header says.
+
+        `mode` is the mode the chat runs in: its own, or, where the administrator's policy
+        no longer allows that, the most careful one it does (the chat keeps its own, which
+        comes back if the policy lifts); the header's words then say so."""
+        mode = self.mode_of(conversation)
+        words = header_words(mode, conversation.tainted)
+        locked = mode_words(self.policy, conversation.mode)
         return {
+            "mode": mode,
             "asking": self.asking(conversation.id),
             "working": self.working(conversation.id),
             "stuck": self.stuck(conversation.id),
-            "mode_words": header_words(conversation.mode, conversation.tainted),
+            "mode_words": f"{locked} {words}" if locked else words,
         }
+
+    def mode_of(self, conversation: Conversation) -> Mode:
+        """The mode the chat's tools run in now, under the administrator's policy."""
+        mode: Mode = effective_mode(self.policy, conversation.mode)  # type: ignore[assignment]
+        return mode
 
     async def set_mode(self, conversation_id: str, mode: Mode) -> None:
         """The user changes how the chat runs code (the handlers refuse anyone else)."""
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None or conversation.origin != "user":
             raise NotFound(conversation_id)  # a door chat's mode is not the user's to lift
+        check_mode(self.policy, mode)  # 403 `policy` for a mode the administrator turned off
         await self.store.set_mode(conversation_id, mode)
         await self._event(conversation_id, "mode.changed", {"mode": mode})
 
@@ -274,7 +291,7 @@ class NotebookTools:
         if call.name == RUN_CODE and self.kernels is not None:
             has_kernel = await self.kernels.kernel_id(conversation.path) is not None
         verdict = decide(
-            mode=conversation.mode,
+            mode=self.mode_of(conversation),
             tainted=conversation.tainted is not None,
             tool=call.name,
             calls_so_far=calls_so_far,

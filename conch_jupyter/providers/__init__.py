@@ -23,6 +23,7 @@ import httpx
 
 from ..core.sse import SSEEvent, aiter_events
 from ..core.text import clean_json, clean_text
+from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from .anthropic import AnthropicWire
 from .base import (
     ChatWire,
@@ -36,6 +37,7 @@ from .base import (
     closing_stream,
 )
 from .offline import OfflineProvider
+from .openai import DEFAULT_BASE_URL as OPENAI_URL
 from .openai import OpenAIWire
 
 # 529 is Anthropic's "overloaded".
@@ -262,6 +264,16 @@ def make_provider(
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
     )
+
+
+def address_of(kind: str, base_url: str | None) -> str | None:
+    """The base URL a provider of `kind` really calls: its own, or its kind's default; None
+    for a kind that calls no address (the offline model). What an administrator's list of
+    allowed base URLs is compared with."""
+    defaults = {"openai": OPENAI_URL, "anthropic": ANTHROPIC_URL}
+    if kind not in defaults:
+        return None
+    return base_url or defaults[kind]
 
 
 def detect_default_provider(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents.agent_store import Agent
+from ..core.policy import BY_ADMIN
 from ..providers.base import Usage
 from ..store.chats import Store, month_start
 from ..store.writer import Pending
@@ -24,6 +25,10 @@ class Budget:
 
     chat_limit_usd: float | None = 5.0
     monthly_budget_usd: float | None = 50.0
+    # Capped by the administrator's policy (max_chat_usd, max_monthly_usd): the words then say
+    # who set the limit, not which setting to raise.
+    chat_capped: bool = False
+    month_capped: bool = False
 
 
 def record_spend(
@@ -92,16 +97,26 @@ def turn_refusal(
         return None
     limit = budget.chat_limit_usd
     if limit is not None and (spent := store.spent(conversation_id) + pending) >= limit:
+        then = (
+            f"A chat's limit can be at most ${limit:.2f} on this server: {BY_ADMIN}"
+            if budget.chat_capped
+            else "Raise c.ConchApp.chat_limit_usd to go on."
+        )
         return (
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
-            "did not answer. Raise c.ConchApp.chat_limit_usd to go on."
+            f"did not answer. {then}"
         )
     month = month_spent_over(store, budget, agent, now, pending)
     if month is not None:
+        top = budget.monthly_budget_usd
+        then = (
+            f"The monthly budget can be at most ${top:.2f} on this server: {BY_ADMIN}"
+            if budget.month_capped
+            else "Raise c.ConchApp.monthly_budget_usd to go on."
+        )
         return (
-            f"This month's spending has reached ${month:.2f} of the "
-            f"${budget.monthly_budget_usd:.2f} budget, so {agent.name} did not answer. "
-            "Raise c.ConchApp.monthly_budget_usd to go on."
+            f"This month's spending has reached ${month:.2f} of the ${top:.2f} budget, so "
+            f"{agent.name} did not answer. {then}"
         )
     return None
 

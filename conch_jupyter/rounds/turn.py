@@ -46,9 +46,10 @@ import httpx
 
 from ..agents.agent_store import Agent, AgentStore
 from ..core.deadlines import within
+from ..core.policy import NO_POLICY, Policy, PolicyRefused, check_provider
 from ..notebook.rules import MAX_CALLS_PER_TURN
 from ..notebook.service import Caller, NotebookTools
-from ..providers import make_provider, stream_reply
+from ..providers import address_of, make_provider, stream_reply
 from ..providers.base import (
     ModelRequest,
     ProviderError,
@@ -126,6 +127,8 @@ class Turns:
     offline_delay: float = 0.03
     retry_delay: float = 1.0
     notebook: NotebookTools | None = None  # what runs the tools a turn is offered
+    # The administrator's: an agent on a provider it no longer allows answers in its words.
+    policy: Policy = NO_POLICY
 
     async def take(self, turn: TurnInput, reply: Reply) -> Reply:
         """Ask the agent's model for one reply, into `reply`; see the module's theory."""
@@ -151,8 +154,15 @@ class Turns:
         return reply
 
     async def _exchange(self, turn: TurnInput, request: ModelRequest, reply: Reply) -> None:
+        config = self.agents.provider_for(turn.agent.id)
+        try:
+            address = address_of(config.kind, config.base_url)
+            command = getattr(config, "command", None)  # an ACP coding agent's (issue 25)
+            check_provider(self.policy, config.kind, address, command)
+        except PolicyRefused as refused:
+            raise ProviderError(refused.message) from None  # nothing is contacted
         provider = make_provider(
-            self.agents.provider_for(turn.agent.id),
+            config,
             http=self.http,
             offline_delay=self.offline_delay,
         )

@@ -17,19 +17,29 @@ import httpx
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado import web
-from traitlets import Bool, Float, Unicode
+from traitlets import Bool, Dict, Float, Unicode
 
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
 from ..core.files import ensure_private_dir
+from ..core.policy import (
+    BadPolicy,
+    Policy,
+    PolicyRefused,
+    cap_chat_limit,
+    cap_monthly_budget,
+    check_provider,
+    parse_policy,
+)
 from ..core.sealed import SealedFile
 from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
-from ..providers import detect_default_provider
+from ..providers import address_of, detect_default_provider
+from ..providers.base import ProviderConfig
 from ..rounds.driver import RoundService
 from ..rounds.spend import Budget
 from ..rounds.turn import Turns
@@ -45,6 +55,16 @@ SERVER_URL_ENV = "CONCH_SERVER_URL"
 # The server's root, so a kernel can turn the full path Jupyter gives it (JPY_SESSION_NAME)
 # back into its notebook's path under the root, as the API spells it.
 ROOT_DIR_ENV = "CONCH_ROOT_DIR"
+
+
+def allowed_default(policy: Policy, found: ProviderConfig) -> ProviderConfig:
+    """The provider the first agents get: the one found (a key in the environment, a local
+    Ollama), unless the administrator's policy does not allow it; then the offline model."""
+    try:
+        check_provider(policy, found.kind, address_of(found.kind, found.base_url))
+    except PolicyRefused:
+        return ProviderConfig("offline", model="offline")
+    return found
 
 
 def routes() -> list[tuple[str, type[web.RequestHandler]]]:
@@ -96,7 +116,23 @@ class ConchApp(ExtensionApp):
         help="Let paired agents on other computers in through the A2A door (HTTPS only).",
     )
 
+    policy = Dict(
+        {},
+        config=True,
+        help="An administrator's policy, which no request can change: what every chat, agent "
+        "and pairing on this server may be (keys: modes, max_chat_usd, max_monthly_usd, door, "
+        "door_remote, outside_hosts, providers, acp; docs/jupyterhub.md). Read at start: a key "
+        "or value Conch cannot read stops Conch from loading, with words naming it.",
+    )
+
     def initialize_settings(self) -> None:
+        # First: under a policy it cannot read, Conch does not start at all (no API, no door):
+        # Jupyter logs the extension as failed to load, and this line says why in words.
+        try:
+            policy = parse_policy(self.policy)
+        except BadPolicy as error:
+            self.log.error("Conch is not loaded: %s", error.message)
+            raise
         data = Path(self.data_dir or Path(jupyter_data_dir()) / "conch")
         ensure_private_dir(data)
         ensure_private_dir(data / "agents")
@@ -115,11 +151,19 @@ class ConchApp(ExtensionApp):
             taken_names=lambda: {a.name for a in agents.list()},
             clock=time.time,
             retry_delay=self.retry_delay,
+            policy=policy,
         )
         if not agents.path.exists():
-            agents.ensure_defaults(detect_default_provider(os.environ))
+            agents.ensure_defaults(allowed_default(policy, detect_default_provider(os.environ)))
         hub = Hub()
-        budget = Budget(self.chat_limit_usd, self.monthly_budget_usd)
+        chat_limit = cap_chat_limit(policy, self.chat_limit_usd)
+        monthly = cap_monthly_budget(policy, self.monthly_budget_usd)
+        budget = Budget(
+            chat_limit,
+            monthly,
+            chat_capped=chat_limit != self.chat_limit_usd,
+            month_capped=monthly != self.monthly_budget_usd,
+        )
         server = self.serverapp
         kernels = (
             NotebookKernels(
@@ -130,7 +174,7 @@ class ConchApp(ExtensionApp):
             if server is not None
             else None
         )
-        tools = NotebookTools(store=store, hub=hub, kernels=kernels)
+        tools = NotebookTools(store=store, hub=hub, kernels=kernels, policy=policy)
         turns = Turns(
             store,
             agents,
@@ -139,6 +183,7 @@ class ConchApp(ExtensionApp):
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
             notebook=tools,
+            policy=policy,
         )
         rounds = RoundService(
             store=store,
@@ -158,13 +203,14 @@ class ConchApp(ExtensionApp):
             rounds=rounds,
             http=http,
             pairings=PairingStore(data / "pairings.json", clock=time.time),
-            door_gate=DoorGate(remote=self.door_remote, clock=time.time),
+            door_gate=DoorGate(remote=self.door_remote, clock=time.time, policy=policy),
             peers=PeerService(
                 store=store, agents=agents, turns=turns, clock=time.time, budget=budget
             ),
             outside=outside,
             tools=tools,
             kernel_key=kernel_key,
+            policy=policy,
         )
         self.settings["conch"] = self.services
         # Kernels inherit the server's environment when they start.

@@ -19,14 +19,32 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from ..core.policy import BY_ADMIN, check_provider
+from ..providers import address_of
 from .base import KERNEL_USER, ApiError, ConchHandler
-from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
+from .bodies import (
+    AgentIn,
+    AgentPatch,
+    ConversationIn,
+    ConversationPatch,
+    MessageIn,
+    ProviderIn,
+    ToolAnswer,
+)
 
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
 
 
 AGENTS_SETTINGS = ("add, change or remove agents", "Settings (%conch agents)")
+
+
+def allowed_provider(handler: ConchHandler, provider: ProviderIn) -> None:
+    """403 `policy` for a provider the administrator's policy does not allow."""
+    address = address_of(provider.kind, provider.base_url)
+    # `command`: an ACP coding agent's program, once that kind is here (issue 25).
+    command = getattr(provider, "command", None)
+    check_provider(handler.conch.policy, provider.kind, address, command)
 
 
 class AgentsHandler(ConchHandler):
@@ -41,6 +59,7 @@ class AgentsHandler(ConchHandler):
     @authorized
     def post(self) -> None:
         body = self.body(AgentIn)
+        allowed_provider(self, body.provider)
         agent = self.conch.agents.create(
             name=body.name,
             persona=body.persona,
@@ -71,6 +90,7 @@ class AgentHandler(ConchHandler):
             if k in body.model_fields_set
         }
         if body.provider is not None:
+            allowed_provider(self, body.provider)
             changes["provider"] = body.provider.model_dump(exclude={"api_key"})
             if "api_key" in body.provider.model_fields_set:
                 changes["api_key"] = body.provider.api_key or ""
@@ -92,8 +112,10 @@ class ConversationsHandler(ConchHandler):
     @authorized
     def get(self) -> None:
         store = self.conch.store
+        mode_of = self.conch.tools.mode_of  # the mode it runs in, under the policy
         chats = [
-            {**c.to_json(), "spent_usd": store.spent(c.id)} for c in store.list_conversations()
+            {**c.to_json(), "mode": mode_of(c), "spent_usd": store.spent(c.id)}
+            for c in store.list_conversations()
         ]
         self.reply({"conversations": chats})
 
@@ -218,6 +240,16 @@ class EventsHandler(ConchHandler):
         await self.flush()
 
 
+class PolicyHandler(ConchHandler):
+    """What the administrator locked (c.ConchApp.policy): {"locked": {key: value}}, so a view
+    can draw those controls as locked, with the words "set by your administrator"."""
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply({"locked": self.conch.policy.locked, "words": BY_ADMIN})
+
+
 class NotFoundHandler(ConchHandler):
     """Anything else under conch/api/ is a JSON 404, never an HTML page."""
 
@@ -235,6 +267,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
     return [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
+        (r"conch/api/policy", PolicyHandler),
         (r"conch/api/conversations", ConversationsHandler),
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),

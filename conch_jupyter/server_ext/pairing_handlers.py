@@ -19,6 +19,7 @@ from pydantic import Field, StrictBool, StrictStr
 from tornado import web
 
 from ..agents.agent_store import AgentError
+from ..core.policy import check_door, check_door_remote
 from ..door.address import endpoint_url
 from .base import ApiError, ConchHandler
 from .bodies import Body, Text
@@ -52,6 +53,8 @@ class PairingsHandler(ConchHandler):
     @authorized
     def post(self) -> None:
         body = self.body(PairingIn)
+        check_door(self.conch.policy)  # 403 `policy`: the administrator closed the door
+        check_door_remote(self.conch.policy, body.remote)
         try:
             agents = [self.conch.agents.get(agent_id) for agent_id in body.agents]
         except AgentError as error:

@@ -10,6 +10,7 @@ import httpx
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..core.policy import NO_POLICY, Policy
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
 from ..notebook.service import NotebookTools
@@ -32,6 +33,7 @@ class ConchServices:
     outside: OutsideAgents  # agents elsewhere that your chats can mention
     tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
     kernel_key: str = field(repr=False)
+    policy: Policy = NO_POLICY  # what the administrator locked (c.ConchApp.policy)
 
     async def close(self) -> None:
         await self.rounds.close()

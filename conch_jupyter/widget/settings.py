@@ -49,6 +49,8 @@ class SettingsWidget(KernelWidget):
     working = traitlets.Unicode("").tag(sync=True)  # the action running now, if any
     # Why nothing can be changed from here, or "": the relay holds only the kernel key.
     read_only = traitlets.Unicode("").tag(sync=True)
+    # What the server's administrator locked (GET /policy's "locked"), drawn as locked.
+    locked = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -87,6 +89,12 @@ class SettingsWidget(KernelWidget):
 
     async def _refresh(self, _content: dict[str, Any]) -> None:
         client = self.client()
+        try:
+            self.locked = dict((await client.policy()).get("locked") or {})
+        except ConchClientError as error:
+            if error.status not in (404, 405, 501):  # an older server: nothing locked
+                raise
+            self.locked = {}
         self.agents = await client.agents()
         await self._load("outside", client.outside)
         await self._load("pairings", client.pairings)

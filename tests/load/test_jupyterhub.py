@@ -37,7 +37,7 @@ with ConchClient.from_environment() as conch:
 print(json.dumps({"url": os.environ["CONCH_SERVER_URL"], "chat": chat["id"]}))
 """
 
-Hub = Callable[[tuple[str, ...], dict[str, Any]], JupyterHubProcess]
+Hub = Callable[..., JupyterHubProcess]
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +52,17 @@ def proxy() -> Path:
 def start_hub(proxy: Path, tmp_path: Path) -> Iterator[Hub]:
     started: list[JupyterHubProcess] = []
 
-    def start(users: tuple[str, ...], serverapp: dict[str, Any]) -> JupyterHubProcess:
+    def start(
+        users: tuple[str, ...], serverapp: dict[str, Any], conch: dict[str, Any] | None = None
+    ) -> JupyterHubProcess:
         config = {
             "ServerApp": {"jpserver_extensions": {"conch_jupyter": True}, **serverapp},
-            "ConchApp": {"offline_delay": 0, "retry_delay": 0.05, "door_remote": True},
+            "ConchApp": {
+                "offline_delay": 0,
+                "retry_delay": 0.05,
+                "door_remote": True,
+                **(conch or {}),
+            },
         }
         hub = JupyterHubProcess(tmp_path / f"hub{len(started)}", users, config)
         started.append(hub)
@@ -247,6 +254,55 @@ def test_two_users_behind_jupyterhub(start_hub: Hub, serverapp: dict[str, Any]) 
         )
     assert response.status_code in (302, 403, 424, 503), response.text[:300]
     assert pairing["key"] not in hub.log()
+
+
+# A class's policy, in the single-user servers' config file (where z2jh's singleuser.extraFiles
+# or the image puts it: docs/jupyterhub.md).
+CLASS_POLICY = {
+    "modes": ["ask", "read"],
+    "max_chat_usd": 1,
+    "max_monthly_usd": 10,
+    "door": False,
+    "outside_hosts": False,
+    "providers": {"kinds": ["offline"]},
+}
+
+
+def test_two_users_under_one_policy(start_hub: Hub) -> None:
+    hub = start_hub(("ann", "bob"), STRICT, {"policy": CLASS_POLICY})
+    tokens = {user: hub.spawn(user) for user in ("ann", "bob")}
+    for user, token in tokens.items():
+        with hub.user_client(user, token) as api:
+            assert api.get("conch/api/policy").json()["locked"] == {
+                **CLASS_POLICY,
+                "max_chat_usd": 1.0,
+                "max_monthly_usd": 10.0,
+            }
+            chat = api.post("conch/api/conversations", json={}).json()["id"]
+            refusals = [
+                api.patch(f"conch/api/conversations/{chat}", json={"mode": "auto"}),
+                api.post("conch/api/pairings", json={"agents": ["researcher"]}),
+                api.post("conch/api/outside", json={"paste": f"{hub.url}/user/ann/a2a/x/"}),
+                api.post(
+                    "conch/api/agents",
+                    json={"name": "Gpt", "provider": {"kind": "openai", "model": "m"}},
+                ),
+            ]
+            for refused in refusals:
+                assert refused.status_code == 403, (user, refused.text)
+                assert refused.json()["error"]["code"] == "policy"
+                assert refused.json()["error"]["message"].endswith("set by your administrator.")
+            # What the policy allows still works, for each user in their own server.
+            switched = api.patch(f"conch/api/conversations/{chat}", json={"mode": "read"})
+            assert (switched.status_code, switched.json()["mode"]) == (200, "read")
+            # No request changes the policy.
+            changed = api.patch("conch/api/policy", json={"locked": {}})
+            assert changed.status_code in (404, 405), changed.text
+            assert api.get("conch/api/policy").json()["locked"]["door"] is False
+    # Nothing was made, in either user's data.
+    for user in tokens:
+        assert not (hub.data_dir(user) / "pairings.json").exists()
+        assert not (hub.data_dir(user) / "agents" / "outside.json").exists()
 
 
 def run_in_a_kernel(hub: JupyterHubProcess, user: str, token: str, code: str) -> Any:

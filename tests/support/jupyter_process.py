@@ -8,6 +8,7 @@ fails says why, with the tail of the server's log (a kernel's own output lands t
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -67,21 +68,23 @@ class JupyterProcess:
             headers={"Authorization": f"token {self.token}"}, trust_env=False, **kwargs
         )
 
-    def start(self, timeout: float = START_DEADLINE) -> None:
-        """Start the server and wait until Conch's API answers.
+    def start(self, timeout: float = START_DEADLINE, ready: str = "conch/api/agents") -> None:
+        """Start the server and wait until Conch's API answers (`ready`: the path under the
+        base URL that answers 200 once up; Jupyter's own "api/status" for a server where Conch
+        is not expected to load).
 
         A server that exits while starting is started once more, on a new port: the port is
         picked free here and bound by the child later, and another process may take it between.
         """
         try:
-            self._start_once(timeout)
+            self._start_once(timeout, ready)
         except ExitedEarly as first:
             try:
-                self._start_once(timeout)
+                self._start_once(timeout, ready)
             except ExitedEarly as second:
                 raise RuntimeError(f"{first}\n--- and once more ---\n{second}") from None
 
-    def _start_once(self, timeout: float) -> None:
+    def _start_once(self, timeout: float, ready: str) -> None:
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         env = {
@@ -131,7 +134,7 @@ class JupyterProcess:
                     tail = self.log_tail(started_at)
                     raise ExitedEarly(f"jupyter server exited ({code}) while starting:\n{tail}")
                 try:
-                    if http.get(self.api("agents")).status_code == 200:
+                    if http.get(self.url + ready).status_code == 200:
                         return
                 except httpx.HTTPError:
                     pass
@@ -157,6 +160,13 @@ class JupyterProcess:
                 self.process.kill()
                 self.process.wait(10)
         self.process = None
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Write the server's config file (jupyter_server_config.json, where an image keeps
+        it), read at the next start."""
+        folder = self.root_dir / ".jupyter-home" / "config"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "jupyter_server_config.json").write_text(json.dumps(config))
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -6,6 +6,7 @@ under any base_url, with the offline model slowed down so a round lasts a few se
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import nbformat
@@ -75,8 +77,15 @@ class Lab:
 
 
 @contextmanager
-def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05) -> Iterator[Lab]:
-    """JupyterLab serving root/work; yields once Conch's API answers, stops it after."""
+def running_lab(
+    root: Path,
+    *,
+    base_url: str = "/",
+    offline_delay: float = 0.05,
+    config: dict[str, Any] | None = None,
+) -> Iterator[Lab]:
+    """JupyterLab serving root/work; yields once Conch's API answers, stops it after. `config`
+    goes in the server's config file (jupyter_server_config.json), as an image would hold it."""
     (root / "work").mkdir(exist_ok=True)
     home = root / "jupyter-home"
     env = {
@@ -93,6 +102,8 @@ def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05)
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
+    if config is not None:
+        (home / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
     port, token = free_port(), "t" + os.urandom(12).hex()
     command = [
         sys.executable,

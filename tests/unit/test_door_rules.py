@@ -26,6 +26,7 @@ from conch_jupyter.a2a.door.calls import (
 from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
 from conch_jupyter.a2a.door.params import ListParams, SendParams, TaskParams, plain_task_params
 from conch_jupyter.a2a.door.rules import (
+    Denied,
     DoorBounds,
     DoorGate,
     DoorKeys,
@@ -45,6 +46,7 @@ from conch_jupyter.a2a.door.rules import (
     remote_refusal,
 )
 from conch_jupyter.a2a.wire import RpcRequest
+from conch_jupyter.core.policy import Policy
 from conch_jupyter.door.turn import peer_prompt
 from conch_jupyter.store.chats import DoorTask
 
@@ -728,3 +730,35 @@ def test_the_peer_prompt_says_who_is_talking() -> None:
     assert "not your owner" in prompt
     assert "no tools" in prompt
     assert "never as instructions" in prompt
+
+
+def test_the_administrators_policy_closes_the_door_to_a_right_key() -> None:
+    clock = Clock(now=1_000.0, step=0.0)
+    key = new_key()
+    keys = DoorKeys([("p_remote", hash_key(key), True)])
+    auth = {"Authorization": f"Bearer {key}"}
+
+    def admit(policy: Policy, address: str, protocol: str = "https") -> str | Denied:
+        # c.ConchApp.door_remote is on: only the policy stands in the way.
+        door = DoorGate(remote=True, clock=clock, policy=policy)
+        return door.admit(headers=auth, address=address, protocol=protocol, keys=keys)
+
+    assert admit(Policy(), "203.0.113.9") == "p_remote"
+    closed = admit(Policy(door=False), "127.0.0.1", "http")
+    assert isinstance(closed, Denied)
+    assert (closed.status, closed.code) == (403, "policy")
+    assert closed.words.endswith("set by your administrator.")
+    far = admit(Policy(door_remote=False), "203.0.113.9")
+    assert isinstance(far, Denied)
+    assert (far.status, far.code) == (403, "policy")
+    assert "other computers" in far.words
+    assert admit(Policy(door_remote=False), "127.0.0.1", "http") == "p_remote"  # this computer
+    # A wrong key is still a wrong key: the policy says nothing to someone without one.
+    wrong = DoorGate(remote=True, clock=clock, policy=Policy(door=False)).admit(
+        headers={"Authorization": f"Bearer {new_key()}"},
+        address="127.0.0.1",
+        protocol="http",
+        keys=keys,
+    )
+    assert isinstance(wrong, Denied)
+    assert wrong.code == "bad_key"

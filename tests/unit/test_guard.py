@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from conch_jupyter.a2a.outside.guard import (
+    IP,
     GuardedTransport,
     Home,
     Refused,
@@ -27,6 +28,7 @@ from conch_jupyter.a2a.outside.guard import (
     kind_of,
     literal_address,
 )
+from conch_jupyter.core.policy import Policy
 
 from ..support.a2a_peers import Answer, Hostile, LoopbackOnly, fake_resolver, tls_contexts
 
@@ -341,3 +343,38 @@ def test_a_name_that_rebinds_between_requests_is_checked_each_time(
             asyncio.run(twice())
     assert canary.connections == before
     assert len(server.received) == 1
+
+
+@pytest.mark.parametrize(
+    ("hosts", "url"),
+    [
+        ((), "http://127.0.0.1:{port}/here"),
+        (("agents.example.org",), "http://127.0.0.1:{port}/here"),
+        (("agents.example.org",), "http://localhost.test:{port}/here"),
+    ],
+)
+def test_a_host_the_administrator_did_not_allow_is_not_looked_up_nor_contacted(
+    hosts: tuple[str, ...], url: str, ok_server: Hostile
+) -> None:
+    looked_up: list[str] = []
+
+    async def resolver(host: str, port: int) -> list[IP]:
+        looked_up.append(host)
+        return await fake_resolver(NAMES)(host, port)
+
+    inner = LoopbackOnly()
+    policy = Policy(outside_hosts=hosts)
+    transport = GuardedTransport("loopback", resolver=resolver, inner=inner, policy=policy)
+    before = len(ok_server.received)
+    with pytest.raises(Refused, match=r": set by your administrator$"):
+        asyncio.run(_get(transport, url.format(port=ok_server.port)))
+    assert (looked_up, inner.attempts, len(ok_server.received)) == ([], [], before)
+    # The host it names is let through, by the same rules as ever.
+    allowed = GuardedTransport(
+        "loopback",
+        resolver=resolver,
+        inner=LoopbackOnly(),
+        policy=Policy(outside_hosts=("localhost.test", "127.0.0.1")),
+    )
+    response = asyncio.run(_get(allowed, url.format(port=ok_server.port)))
+    assert response.json()["path"] == "/here"

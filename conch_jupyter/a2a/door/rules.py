@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
 
+from ...core.policy import NO_POLICY, Policy, PolicyRefused, check_door, check_door_remote
 from ...core.text import clean_text
 
 KEY_PREFIX = "conch_a2a_"
@@ -335,7 +336,11 @@ class Denied:
 
 
 class DoorGate:
-    """Who gets in: browser, key, throttle, from where. `remote` is c.ConchApp.door_remote."""
+    """Who gets in: browser, key, throttle, from where. `remote` is c.ConchApp.door_remote;
+    `policy` the administrator's: with the door off (`door: false`) a right key is turned away
+    in words (403 `policy`), and with `door_remote: false` so is every request from another
+    computer, whatever door_remote says. Pairings made before stay, and work again once the
+    policy lifts."""
 
     def __init__(
         self,
@@ -344,8 +349,10 @@ class DoorGate:
         clock: Callable[[], float],
         throttle: FailureThrottle | None = None,
         address_throttle: FailureThrottle | None = None,
+        policy: Policy = NO_POLICY,
     ) -> None:
         self.remote = remote
+        self.policy = policy
         self.clock = clock
         self.throttle = throttle or FailureThrottle()  # by address and key prefix
         self.address_throttle = address_throttle or FailureThrottle(ADDRESS_RULES)
@@ -364,6 +371,12 @@ class DoorGate:
         if found is None:
             return self._wrong_key(address, key)
         pairing_id, key_remote = found
+        try:
+            check_door(self.policy)
+            if not is_loopback(address):
+                check_door_remote(self.policy)
+        except PolicyRefused as refused:
+            return Denied(refused.status, refused.code, refused.message)
         refusal = remote_refusal(
             address=address, protocol=protocol, door_remote=self.remote, key_remote=key_remote
         )

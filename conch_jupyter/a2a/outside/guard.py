@@ -15,6 +15,8 @@ the real one. The rules, per request and so per redirect hop (each hop is a new 
   this computer either.
 - HTTPS, except on your own network.
 - Only http: and https:.
+- Only the hosts an administrator's policy allows (`outside_hosts`), when it names any: a host
+  it does not name is never looked up nor contacted, on any hop.
 
 Theory of operation: the transport resolves the name itself, picks the first address the rules
 allow and sends the request to that address literally, keeping the name in the Host header and
@@ -36,6 +38,7 @@ from typing import Literal
 import httpx
 
 from ...core.errors import ConchError
+from ...core.policy import NO_POLICY, Policy, PolicyRefused, check_outside_host
 
 Home = Literal["public", "private", "loopback"]
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -240,14 +243,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         *,
         resolver: Resolver = system_resolver,
         inner: httpx.AsyncBaseTransport | None = None,
+        policy: Policy = NO_POLICY,
     ) -> None:
         self.home: Home = home
+        self.policy = policy
         self._resolver = resolver
         self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         host, port = host_and_port(url)
+        try:  # the administrator's hosts, before any name is looked up
+            check_outside_host(self.policy, host)
+        except PolicyRefused as refused:
+            raise Refused(refused.message.removesuffix(".")) from None
         ip, kind = choose(host, await addresses(host, port, self._resolver), self.home)
         if kind == "public" and url.scheme != "https":
             raise Refused(
@@ -289,5 +298,5 @@ class Guard:
     async def home_of(self, url: httpx.URL) -> Home:
         return await home_of(url, self.resolver)
 
-    def transport(self, home: Home) -> GuardedTransport:
-        return GuardedTransport(home, resolver=self.resolver, inner=self._inner())
+    def transport(self, home: Home, policy: Policy = NO_POLICY) -> GuardedTransport:
+        return GuardedTransport(home, resolver=self.resolver, inner=self._inner(), policy=policy)

@@ -48,6 +48,7 @@ class OutsideError(ConchError):
         "invalid_paste": 400,
         "invalid_name": 400,
         "refused": 400,
+        "policy": 403,  # the administrator's policy does not allow its host
     }
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:

@@ -36,6 +36,7 @@ import httpx
 
 from ...core.deadlines import duration, within
 from ...core.names import clashes, first_clash, same_name, slug_of, trimmed_name
+from ...core.policy import NO_POLICY, Policy, PolicyRefused, check_outside_host
 from ...core.sealed import SealedFile
 from ..reading import Outcome, parse_outcome
 from ..wire import ErrorCode, Op, Version, WireError, new_id, send_params
@@ -84,7 +85,9 @@ class OutsideAgents:
         poll_interval: float = 1.0,
         poll_limit: float = 120.0,
         cancel_timeout: float = 3.0,
+        policy: Policy = NO_POLICY,
     ) -> None:
+        self.policy = policy  # the administrator's: which hosts outside agents may live at
         self._list = OutsideList(Path(data_dir) / "agents" / "outside.json", secrets)
         self.path = self._list.path
         self._taken = taken_names
@@ -126,6 +129,9 @@ class OutsideAgents:
         except PasteError as e:
             raise OutsideError("invalid_paste", str(e)) from None
         host = pasted.address.raw_host.decode("ascii")[:80]
+        # 403 `policy` before anything is looked up or called: a host the administrator's
+        # policy does not allow is never contacted.
+        check_outside_host(self.policy, pasted.address.raw_host.decode("ascii"))
         try:
             home = await self._guard.home_of(pasted.address)
             async with self._client(home, pasted.key) as client:
@@ -209,6 +215,11 @@ class OutsideAgents:
                 f"{agent.name} was sent nothing: its name clashes with your agent's "
                 f"“{agent.clashes_with}”, so give it a name of its own first.",
             )
+        try:  # an agent kept from before the policy: not contacted, said in words
+            check_outside_host(self.policy, httpx.URL(agent.endpoint).raw_host.decode("ascii"))
+        except PolicyRefused as refused:
+            words = f"{agent.name} was not contacted: {refused.message}"
+            raise OutsideError("policy", words) from None
         key = self._list.key(outside_id)
         waiting = self._waiting.get((outside_id, context_id)) if context_id else None
         try:
@@ -358,7 +369,7 @@ class OutsideAgents:
     # -- inside ----------------------------------------------------------------------------
 
     def _client(self, home: Home, key: str | None) -> A2AClient:
-        return A2AClient(self._guard.transport(home), key, self._limits)
+        return A2AClient(self._guard.transport(home, self.policy), key, self._limits)
 
     def _problem(
         self, agent: OutsideAgent, code: str, words: str, *, answered: bool = False
