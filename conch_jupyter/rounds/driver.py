@@ -52,6 +52,7 @@ from .live_chat import LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
+from .snapshot import paged_log, whole_log
 from .spend import Budget, loop_refusal, turn_refusal
 from .turn import Reply, TurnInput, Turns
 
@@ -123,19 +124,39 @@ class RoundService:
             return None
         return self._snapshot(chat.round)
 
-    def conversation_json(self, conversation_id: str) -> dict[str, Any]:
+    def conversation_json(
+        self, conversation_id: str, limit: int | None = None, before: str | None = None
+    ) -> dict[str, Any]:
+        """The chat as the API answers it: whole, or with `limit` a page of its log before the
+        message `before` (snapshot.py), always with everything live."""
         # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
         conversation = self._require(conversation_id, origins=("user", "peer"))
+        names = self._room().names()
+
+        def message_json(message: Message) -> dict[str, Any]:
+            return self.message_json(message, names)
+
+        if limit is None:
+            log = whole_log(self.store, conversation_id, message_json)
+        else:
+            log = paged_log(self.store, conversation_id, message_json, limit, before)
+        return {**conversation.to_json(), **log, **self._live_json(conversation)}
+
+    def names(self) -> dict[str, str]:
+        """Display names by id, as messages carry them (`name`)."""
+        return self._room().names()
+
+    def live_json(self, conversation_id: str) -> dict[str, Any]:
+        """Everything live of a chat and none of its log: what a stream that resumes sends."""
+        conversation = self._require(conversation_id, origins=("user", "peer"))
+        return {**conversation.to_json(), **self._live_json(conversation)}
+
+    def _live_json(self, conversation: Conversation) -> dict[str, Any]:
+        conversation_id = conversation.id
         room = self._room()
-        names = room.names()
         clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         return {
-            **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
-            # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
-            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
-            "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
-            "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
