@@ -274,3 +274,36 @@ async def test_a_stream_that_missed_too_much_opens_with_a_snapshot_and_bad_place
             answer = await http.get(url, params=bad)
             assert answer.status_code == 400, answer.text
             assert json.loads(answer.text)["error"]["message"]
+
+
+async def test_the_python_client_reads_a_long_chat_whole_page_by_page(
+    api: Api, services: ConchServices, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    from conch_jupyter.client import AsyncConchClient, StreamPlace
+
+    chat_id = await long_chat(services, 9)
+    await services.store.add_spend(0.25, conversation_id=chat_id, agent="researcher")
+    _, whole = await api("GET", f"conversations/{chat_id}")
+    token = jp_auth_header["Authorization"].split()[-1]
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    async with AsyncConchClient(url, token=token) as client:
+        pages = [page async for page in client.pages(chat_id, size=4)]
+        assert [len(p["messages"]) for p in pages] == [4, 4, 4, 4, 2]
+        read = await client.conversation(chat_id)
+        for key in ("messages", "events", "spend"):
+            assert read[key] == whole[key], key
+        assert read["earlier"] is False
+        one = await client.conversation(chat_id, limit=2)
+        assert [m["id"] for m in one["messages"]] == [m["id"] for m in whole["messages"][-2:]]
+        assert next(c["id"] for c in await client.conversations()) == chat_id
+
+        # Following with a place: the second follow resumes where the first stood.
+        place = StreamPlace()
+        async for item in client.follow(chat_id, 3, place):
+            assert item["type"] == "snapshot"
+            assert len(item["conversation"]["messages"]) == 3
+            break
+        assert place.id
+        async for item in client.follow(chat_id, 3, place):
+            assert item["type"] == "resumed"
+            break
