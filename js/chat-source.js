@@ -24,6 +24,7 @@ import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
 import { stuckOf } from "./tools.js";
+import { VIEW_PAGE } from "./window.js";
 
 /**
  * @typedef {import("./timeline.js").Item} Item
@@ -31,6 +32,7 @@ import { stuckOf } from "./tools.js";
  * @typedef {{
  *   state: Store, via: "server" | "kernel",
  *   send(text: string): void, stop(): void, close(): void,
+ *   earlier?: () => Promise<boolean>,
  * } & Partial<import("./tool-views.js").ToolActions>} Source
  * @typedef {{chat: ChatState, state: Store, take(item: Item): void, redraw(): void}} Fed
  */
@@ -103,15 +105,19 @@ function followed(api, conversationId) {
     return known;
   }
   const fed = fedChat({ tools: true });
-  const stop = api.follow(conversationId, {
-    item(item) {
-      if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });
-      fed.take(item);
+  const stop = api.follow(
+    conversationId,
+    {
+      item(item) {
+        if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });
+        fed.take(item);
+      },
+      problem(words) {
+        fed.state.update({ problem: words });
+      },
     },
-    problem(words) {
-      fed.state.update({ problem: words });
-    },
-  });
+    { limit: VIEW_PAGE },
+  );
   const entry = { ...fed, stop, views: 1 };
   FOLLOWED.set(key, entry);
   return entry;
@@ -129,9 +135,31 @@ export function directChat(api, conversationId, refused) {
   /** @param {unknown} error */
   const say = (error) => state.update({ problem: error instanceof ConchError ? error.message : String(error) });
   let closed = false;
+  /** @type {Promise<boolean> | null} */
+  let loading = null;
   return {
     state,
     via: "server",
+    // The page before the oldest message here, as the person scrolls up (window.js); one at a time.
+    earlier() {
+      if (loading) return loading;
+      if (!chat.earlier || !chat.first) return Promise.resolve(false);
+      const before = encodeURIComponent(chat.first);
+      loading = api
+        .request("GET", `${path}?limit=${VIEW_PAGE}&before=${before}`)
+        .then((page) => {
+          entry.take({ type: "earlier", conversation: page });
+          return true;
+        })
+        .catch((error) => {
+          say(error);
+          return false;
+        })
+        .finally(() => {
+          loading = null;
+        });
+      return loading;
+    },
     async send(text) {
       const speaker = chat.round?.speaker;
       try {

@@ -16,21 +16,17 @@ from conch_jupyter.core.sse import SSEEvent, aiter_events
 from conch_jupyter.server_ext.services import ConchServices
 
 from ..support.api import Api, settled
+from ..support.long_chats import fill_chat
 from ..support.scripted_models import Reply, ScriptedModels
 
 pytestmark = pytest.mark.timeout(90)
 
 
-async def long_chat(services: ConchServices, turns: int) -> str:
-    """A chat of `turns` exchanges (a user's message, an agent's answer, an event between),
-    written straight into the server's own store: quicker than `turns` rounds, the same rows."""
-    store = services.store
-    chat = await store.create_conversation(title="long")
-    for n in range(turns):
-        await store.add_message(chat.id, "user", f"question {n}")
-        await store.add_event(chat.id, "round.started", {"named": ["researcher"]})
-        await store.add_message(chat.id, "agent", f"answer {n}", agent="researcher")
-        await store.add_event(chat.id, "round.ended", {"turns": 1, "reason": "done"})
+async def long_chat(services: ConchServices, exchanges: int) -> str:
+    """A chat of `exchanges` exchanges (a user's message, an agent's answer, a round's start and
+    end), written straight into the server's own store: quicker than rounds, the same rows."""
+    chat = await services.store.create_conversation(title="long")
+    await fill_chat(services.store, chat.id, exchanges)
     return chat.id
 
 
