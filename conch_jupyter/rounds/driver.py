@@ -15,6 +15,7 @@ Rounds live in memory only: a restart forgets them, and the chat stays with whoe
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +53,7 @@ from .live_chat import LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
-from .snapshot import paged_log, whole_log
+from .snapshot import paged_log, whole_log, whole_log_json
 from .spend import Budget, loop_refusal, turn_refusal
 from .turn import Reply, TurnInput, Turns
 
@@ -141,6 +142,21 @@ class RoundService:
         else:
             log = paged_log(self.store, conversation_id, message_json, limit, before)
         return {**conversation.to_json(), **log, **self._live_json(conversation)}
+
+    async def conversation_text(self, conversation_id: str) -> tuple[str, tuple[int, int]]:
+        """The whole chat as JSON text, as conversation_json() gives it, built a chunk at a time
+        so that no chat's length holds the event loop (snapshot.py); and the seqs of the last
+        message and event it holds. Its live parts and where its log ends are read together,
+        before the first chunk: what is stored or streamed after that comes by the stream."""
+        head = json.dumps(self.live_json(conversation_id))
+        upto = self.store.pages.last_seqs(conversation_id)
+        names = self._room().names()
+
+        def message_json(message: Message) -> dict[str, Any]:
+            return self.message_json(message, names)
+
+        log = await whole_log_json(self.store, conversation_id, message_json, upto)
+        return f"{head[:-1]}, {log}}}", upto
 
     def names(self) -> dict[str, str]:
         """Display names by id, as messages carry them (`name`)."""

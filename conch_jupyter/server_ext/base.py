@@ -123,9 +123,13 @@ class ConchHandler(APIHandler):
         return limit, before
 
     def reply(self, data: Any, status: int = 200) -> None:
+        self.reply_text(json.dumps(data), status)
+
+    def reply_text(self, text: str, status: int = 200) -> None:
+        """An answer already in JSON text (a long chat, made a chunk at a time)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(text)
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # Errors we answer in words are not crashes: one line, no traceback (a full disk

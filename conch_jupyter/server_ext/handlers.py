@@ -116,16 +116,21 @@ class ConversationHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def get(self, conversation_id: str) -> None:
+    async def get(self, conversation_id: str) -> None:
         limit, before = self.page()
-        self.reply(self.conch.rounds.conversation_json(conversation_id, limit, before))
+        if limit is None:  # the whole chat, for existing clients: built without holding the loop
+            text, _ = await self.conch.rounds.conversation_text(conversation_id)
+            self.reply_text(text)
+        else:
+            self.reply(self.conch.rounds.conversation_json(conversation_id, limit, before))
 
     @web.authenticated
     @authorized
     async def patch(self, conversation_id: str) -> None:
         body = self.body(ConversationPatch)
         await self.conch.tools.set_mode(conversation_id, body.mode)
-        self.reply(self.conch.rounds.conversation_json(conversation_id))
+        text, _ = await self.conch.rounds.conversation_text(conversation_id)
+        self.reply_text(text)
 
 
 class ToolAnswerHandler(ConchHandler):
@@ -137,7 +142,7 @@ class ToolAnswerHandler(ConchHandler):
     @authorized
     def post(self, conversation_id: str, call_id: str) -> None:
         body = self.body(ToolAnswer)
-        self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
+        self.conch.rounds.live_json(conversation_id)  # 404 for no such chat
         self.conch.tools.answer(conversation_id, call_id, body.run)  # 409 once not asking
         self.reply({"call_id": call_id, "run": body.run})
 
@@ -204,8 +209,18 @@ class EventsHandler(ConchHandler):
                 # Follow first, then read: nothing can fall between the two, and what was read
                 # and comes again from the queue (stored, then published) is not sent twice.
                 opening, seen = self._opening(conversation_id, cursor, limit)
-                self.place = StreamCursor(seen.messages, seen.events)
-                await self._send(*opening)
+                if opening:
+                    self.place = StreamCursor(seen.messages, seen.events)
+                    await self._send(*opening)
+                else:
+                    # The whole chat: its live parts and where its log ends are read at once,
+                    # the log after, a chunk at a time (the loop is not held); what comes
+                    # meanwhile waits in the queue, and what the log holds of it is not sent.
+                    text, upto = await rounds.conversation_text(conversation_id)
+                    seen, self.place = StreamCursor(*upto), StreamCursor(*upto)
+                    self.write(f"id: {seen}\nevent: snapshot\n")
+                    self.write(f'data: {{"type": "snapshot", "conversation": {text}}}\n\n')
+                    await self.flush()
                 while True:
                     try:
                         item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
@@ -251,6 +266,8 @@ class EventsHandler(ConchHandler):
                 resumed = {"type": "resumed", "conversation": rounds.live_json(conversation_id)}
                 return [*(item for *_, item in said), resumed], seen
             # Missed too much to catch up item by item: a new snapshot, as if opened afresh.
+        if limit is None:
+            return [], StreamCursor()  # the whole chat: made by the caller, a chunk at a time
         snapshot = rounds.conversation_json(conversation_id, limit)
         seen = StreamCursor(*pages.last_seqs(conversation_id))
         return [{"type": "snapshot", "conversation": snapshot}], seen

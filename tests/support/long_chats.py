@@ -9,6 +9,7 @@ lines of Markdown, about the size of an offline reply) and the round's end, as a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from pathlib import Path
 from typing import Any
@@ -64,4 +65,7 @@ def long_chat_file(
             await fill_chat(store, chat.id, exchanges)
             return chat.id
 
-    return asyncio.run(make())
+    # A thread of its own: the caller may be on a running loop (pytest's), where asyncio.run
+    # cannot run.
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        return thread.submit(lambda: asyncio.run(make())).result()

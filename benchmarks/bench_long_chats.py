@@ -1,0 +1,176 @@
+"""A long chat against a short one, on a real Jupyter server: the chat's snapshot whole (what
+every client got before the paged forms, and what the plain GET still answers) next to a page
+of it, the live stream opening with each, a stream that resumes, and how long the server's
+event loop stalls while the chat is read (DESIGN.md "Long chats"; issue 24).
+
+Set-up: the chats are written into the server's store before it starts
+(tests/support/long_chats.py: each exchange a user's message, the round's start, a reply of a
+few hundred characters of Markdown, the round's end): 100 messages, and 10,000. The server is
+`_jupyter.conch_server` (the tests' JupyterProcess), on loopback.
+
+- snapshot: `GET conversations/{id}` (whole) and `?limit=100` (a page): bytes, median and p90;
+- stream opens: from the request to the snapshot parsed, `…/events` and `…/events?limit=100`;
+- stream resumes: from the request with `Last-Event-ID` to `resumed` parsed;
+- event-loop stall: while one client reads the chat, another asks the server something small
+  (`?limit=0` of another chat) every 10 ms; the slowest of those answers is how long the loop
+  was held (Tornado runs every handler on one loop: every chat, stream and kernel message waits).
+
+Prints; never asserts on speed.
+
+    .venv/bin/python -m benchmarks.bench_long_chats [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.long_chats import long_chat_file
+
+from ._jupyter import api_client, conch_server, server_code_line
+from ._machine import code_line, load_line, machine_line, summarize
+
+PAGE = 100
+
+
+async def timed_get(http: httpx.AsyncClient, path: str, **params: Any) -> tuple[float, int]:
+    start = time.perf_counter_ns()
+    answer = await http.get(path, params=params)
+    answer.raise_for_status()
+    answer.json()
+    return time.perf_counter_ns() - start, len(answer.content)
+
+
+async def stream_open(
+    http: httpx.AsyncClient,
+    path: str,
+    wanted: str,
+    headers: dict[str, str] | None = None,
+    **params: Any,
+) -> tuple[float, str]:
+    """From the request to the first `wanted` item parsed; and the stream's place then."""
+    start = time.perf_counter_ns()
+    place, data = "", ""
+    async with http.stream("GET", path, params=params, headers=headers or {}) as answer:
+        async for line in answer.aiter_lines():
+            if line.startswith("id:"):
+                place = line[3:].strip()
+            elif line.startswith("data:"):
+                data = line[5:]
+            elif not line and data:
+                if json.loads(data)["type"] == wanted:
+                    return time.perf_counter_ns() - start, place
+                data = ""
+    raise RuntimeError(f"{path} ended before {wanted}")
+
+
+async def stall_while(http: httpx.AsyncClient, probe: str, work: Any) -> tuple[float, float]:
+    """(slowest, median) answer of a small request made every 10 ms while `work` runs."""
+    samples: list[float] = []
+    done = asyncio.Event()
+
+    async def prober() -> None:
+        async with httpx.AsyncClient(
+            base_url=str(http.base_url), headers=http.headers, trust_env=False, timeout=120
+        ) as other:
+            while not done.is_set():
+                taken, _ = await timed_get(other, probe, limit=0)
+                samples.append(taken)
+                await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(prober())
+    await asyncio.sleep(0.2)
+    await work()
+    done.set()
+    await task
+    return max(samples), sorted(samples)[len(samples) // 2]
+
+
+async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
+    async with api_client(server, timeout=httpx.Timeout(120.0)) as http:
+        probe = f"conversations/{chats['probe']}"
+        for label in ("100 messages", "10,000 messages"):
+            path = f"conversations/{chats[label]}"
+            reps_whole = 3 if quick else (20 if label.startswith("100 ") else 7)
+            reps_page = 10 if quick else 30
+            print(f"\n{label}")
+            # The page first: the whole chat's garbage would be collected in the page's time.
+            paged = [await timed_get(http, path, limit=PAGE) for _ in range(reps_page)]
+            whole = [await timed_get(http, path) for _ in range(reps_whole)]
+            w, p = summarize([t for t, _ in whole]), summarize([t for t, _ in paged])
+            print(f"  GET whole (today's)     {whole[0][1] / 1e6:7.2f} MB   {w.ms()}")
+            print(f"  GET ?limit={PAGE}          {paged[0][1] / 1e6:7.2f} MB   {p.ms()}")
+            print(
+                f"    page / whole: {paged[0][1] / whole[0][1]:.3f}× the bytes, "
+                f"{p.median / w.median:.3f}× the time (medians)"
+            )
+            events = f"{path}/events"
+            opened = [(await stream_open(http, events, "snapshot"))[0] for _ in range(reps_whole)]
+            opened_page = [
+                await stream_open(http, events, "snapshot", limit=PAGE) for _ in range(reps_page)
+            ]
+            place = opened_page[-1][1]
+            resumed = [
+                (await stream_open(http, events, "resumed", {"Last-Event-ID": place}))[0]
+                for _ in range(reps_page)
+            ]
+            o, op, r = summarize(opened), summarize([t for t, _ in opened_page]), summarize(resumed)
+            print(f"  stream opens, whole     {o.ms()}")
+            print(f"  stream opens, ?limit={PAGE} {op.ms()}   ({op.median / o.median:.3f}× whole)")
+            print(f"  stream resumes          {r.ms()}")
+
+            async def read_whole(path: str = path) -> None:
+                for _ in range(3):
+                    await timed_get(http, path)
+
+            async def read_pages(path: str = path) -> None:
+                for _ in range(20):
+                    await timed_get(http, path, limit=PAGE)
+
+            slow_w, med_w = await stall_while(http, probe, read_whole)
+            slow_p, med_p = await stall_while(http, probe, read_pages)
+            for how, slow, med in (("whole", slow_w, med_w), ("pages", slow_p, med_p)):
+                print(
+                    f"  loop stall reading {how}  slowest {slow / 1e6:8.1f} ms"
+                    f" (median probe {med / 1e6:.1f} ms)"
+                )
+
+        # The chat list, a page at a time, next to whole.
+        listed = [await timed_get(http, "conversations") for _ in range(10)]
+        page = [await timed_get(http, "conversations", limit=50) for _ in range(10)]
+        print(f"\nchat list ({len(chats)} chats): whole {summarize([t for t, _ in listed]).ms()}")
+        print(f"                   ?limit=50 {summarize([t for t, _ in page]).ms()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    print(machine_line())
+    print(code_line())
+    with tempfile.TemporaryDirectory(prefix="conch-bench-long-") as tmp:
+        folder = Path(tmp)
+        (folder / "conch").mkdir(mode=0o700)
+        start = time.monotonic()
+        chats = {
+            "probe": long_chat_file(folder / "conch", 1, title="probe"),
+            "100 messages": long_chat_file(folder / "conch", 50, title="short"),
+            "10,000 messages": long_chat_file(folder / "conch", 5_000, title="long"),
+        }
+        print(f"chats written in {time.monotonic() - start:.1f} s")
+        with conch_server(folder) as server:
+            print(server_code_line())
+            print(load_line())
+            asyncio.run(measure(server, chats, args.quick))
+            print(load_line())
+
+
+if __name__ == "__main__":
+    main()
