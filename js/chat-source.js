@@ -24,7 +24,7 @@ import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
 import { stuckOf } from "./tools.js";
-import { VIEW_PAGE } from "./window.js";
+import { EARLIER_PAGE, VIEW_PAGE } from "./window.js";
 
 /**
  * @typedef {import("./timeline.js").Item} Item
@@ -146,7 +146,7 @@ export function directChat(api, conversationId, refused) {
       if (!chat.earlier || !chat.first) return Promise.resolve(false);
       const before = encodeURIComponent(chat.first);
       loading = api
-        .request("GET", `${path}?limit=${VIEW_PAGE}&before=${before}`)
+        .request("GET", `${path}?limit=${EARLIER_PAGE}&before=${before}`)
         .then((page) => {
           entry.take({ type: "earlier", conversation: page });
           return true;

@@ -8,8 +8,11 @@
  * find-in-page finds it.
  */
 
-/** Messages in the snapshot a view opens with, and in each page loaded on scrolling up. */
+/** Messages in the snapshot a view opens with. */
 export const VIEW_PAGE = 100;
+/** Messages in each page loaded on scrolling up: more than a screen, so a fast scroll to the
+ * top of a long chat asks a few dozen times, not a hundred. */
+export const EARLIER_PAGE = 250;
 // How close to the top (px) the person scrolls before the page before is asked for.
 const NEAR_TOP = 600;
 
