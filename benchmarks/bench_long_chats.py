@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -71,31 +72,74 @@ async def stream_open(
     raise RuntimeError(f"{path} ended before {wanted}")
 
 
-async def stall_while(http: httpx.AsyncClient, probe: str, work: Any) -> tuple[float, float]:
-    """(slowest, median) answer of a small request made every 10 ms while `work` runs."""
-    samples: list[float] = []
-    done = asyncio.Event()
+async def first_deltas(http: httpx.AsyncClient, chat_id: str, reps: int) -> list[float]:
+    """From a message's POST to its reply's first delta on the chat's stream, `reps` times
+    (each round ends before the next message)."""
+    taken: list[float] = []
+    path = f"conversations/{chat_id}"
+    async with http.stream("GET", f"{path}/events", params={"limit": 1}) as answer:
+        lines = answer.aiter_lines()
+        sent = 0
+        waiting = False
+        async for line in lines:
+            if not line.startswith("data:"):
+                continue
+            item = json.loads(line[5:])
+            kind = item["type"]
+            if kind == "snapshot" or (kind == "event" and item["event"]["type"] == "round.ended"):
+                if sent == reps:
+                    return taken
+                sent += 1
+                waiting = True
+                start = time.perf_counter_ns()
+                await http.post(f"{path}/messages", json={"text": "@Researcher one more?"})
+            elif kind == "delta" and waiting:
+                taken.append(time.perf_counter_ns() - start)
+                waiting = False
+    return taken
 
-    async def prober() -> None:
-        async with httpx.AsyncClient(
-            base_url=str(http.base_url), headers=http.headers, trust_env=False, timeout=120
-        ) as other:
-            while not done.is_set():
-                taken, _ = await timed_get(other, probe, limit=0)
-                samples.append(taken)
-                await asyncio.sleep(0.01)
 
-    task = asyncio.create_task(prober())
-    await asyncio.sleep(0.2)
-    await work()
-    done.set()
-    await task
-    return max(samples), sorted(samples)[len(samples) // 2]
+# The prober, a process of its own: in this one, parsing a 6 MB answer would hold it too.
+PROBER = """
+import json, os, sys, time, httpx
+url, token, stop = sys.argv[1:4]
+samples = []
+with httpx.Client(headers={"Authorization": f"token {token}"}, trust_env=False, timeout=120) as h:
+    while not os.path.exists(stop):
+        start = time.perf_counter_ns()
+        h.get(url, params={"limit": 0}).raise_for_status()
+        samples.append(time.perf_counter_ns() - start)
+        time.sleep(0.01)
+print(json.dumps(samples))
+"""
+
+
+async def stall_while(server: Any, probe: str, work: Any) -> tuple[float, float]:
+    """(slowest, median) answer of a small request made every 10 ms, by another process, while
+    `work` runs."""
+    with tempfile.TemporaryDirectory(prefix="conch-probe-") as tmp:
+        stop = Path(tmp) / "stop"
+        prober = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            PROBER,
+            f"{server.url}conch/api/{probe}",
+            server.token,
+            str(stop),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        await asyncio.sleep(1.0)  # it has started and asks already
+        await work()
+        stop.touch()
+        out, _ = await prober.communicate()
+    samples = sorted(json.loads(out))
+    return samples[-1], samples[len(samples) // 2]
 
 
 async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
     async with api_client(server, timeout=httpx.Timeout(120.0)) as http:
         probe = f"conversations/{chats['probe']}"
+        firsts: dict[str, float] = {}
         for label in ("100 messages", "10,000 messages"):
             path = f"conversations/{chats[label]}"
             reps_whole = 3 if quick else (20 if label.startswith("100 ") else 7)
@@ -134,14 +178,21 @@ async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
                 for _ in range(20):
                     await timed_get(http, path, limit=PAGE)
 
-            slow_w, med_w = await stall_while(http, probe, read_whole)
-            slow_p, med_p = await stall_while(http, probe, read_pages)
+            slow_w, med_w = await stall_while(server, probe, read_whole)
+            slow_p, med_p = await stall_while(server, probe, read_pages)
+            deltas = summarize(await first_deltas(http, chats[label], 5 if quick else 20))
+            print(f"  first reply delta       {deltas.ms()}")
+            firsts[label] = deltas.median
             for how, slow, med in (("whole", slow_w, med_w), ("pages", slow_p, med_p)):
                 print(
                     f"  loop stall reading {how}  slowest {slow / 1e6:8.1f} ms"
                     f" (median probe {med / 1e6:.1f} ms)"
                 )
 
+        print(
+            "\nfirst reply delta, 10,000 messages / 100 (medians):"
+            f" {firsts['10,000 messages'] / firsts['100 messages']:.3f}×"
+        )
         # The chat list, a page at a time, next to whole.
         listed = [await timed_get(http, "conversations") for _ in range(10)]
         page = [await timed_get(http, "conversations", limit=50) for _ in range(10)]
