@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,12 +35,11 @@ from typing import Any
 
 import httpx
 
-from tests.support.long_chats import long_chat_file
-
-from ._jupyter import api_client, conch_server, server_code_line
+from ._jupyter import REPO, api_client, conch_server, server_code, server_code_line
 from ._machine import code_line, load_line, machine_line, summarize
 
 PAGE = 100
+HELPER = REPO / "tests" / "support" / "long_chats.py"
 
 
 async def timed_get(http: httpx.AsyncClient, path: str, **params: Any) -> tuple[float, int]:
@@ -200,6 +201,28 @@ async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
         print(f"                   ?limit=50 {summarize([t for t, _ in page]).ms()}")
 
 
+def written(data_dir: Path, exchanges: int, title: str) -> str:
+    """A chat written by the store of the code the server runs (CONCH_BENCH_SERVER_CODE: an
+    older commit's, whose schema may be older), through tests/support/long_chats.py."""
+    # The helper by its file (the other checkout's `tests` package may not hold it), over the
+    # server code's store.
+    code = (
+        "import importlib.util, sys; from pathlib import Path\n"
+        "spec = importlib.util.spec_from_file_location('long_chats', sys.argv[4])\n"
+        "chats = importlib.util.module_from_spec(spec); spec.loader.exec_module(chats)\n"
+        "print(chats.long_chat_file(Path(sys.argv[1]), int(sys.argv[2]), title=sys.argv[3]))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(server_code()), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(data_dir), str(exchanges), title, str(HELPER)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -211,9 +234,9 @@ def main() -> None:
         (folder / "conch").mkdir(mode=0o700)
         start = time.monotonic()
         chats = {
-            "probe": long_chat_file(folder / "conch", 1, title="probe"),
-            "100 messages": long_chat_file(folder / "conch", 50, title="short"),
-            "10,000 messages": long_chat_file(folder / "conch", 5_000, title="long"),
+            "probe": written(folder / "conch", 1, "probe"),
+            "100 messages": written(folder / "conch", 50, "short"),
+            "10,000 messages": written(folder / "conch", 5_000, "long"),
         }
         print(f"chats written in {time.monotonic() - start:.1f} s")
         with conch_server(folder) as server:
