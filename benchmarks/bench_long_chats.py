@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from ._jupyter import REPO, api_client, conch_server, server_code, server_code_line
+from ._jupyter import REPO, api_client, checked, conch_server, server_code, server_code_line
 from ._machine import code_line, load_line, machine_line, summarize
 
 PAGE = 100
@@ -142,7 +142,7 @@ async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
         probe = f"conversations/{chats['probe']}"
         firsts: dict[str, float] = {}
         for label in ("100 messages", "10,000 messages"):
-            path = f"conversations/{chats[label]}"
+            path = f"conversations/{chats[label]}"  # the last one read: the long chat
             reps_whole = 3 if quick else (20 if label.startswith("100 ") else 7)
             reps_page = 10 if quick else 30
             print(f"\n{label}")
@@ -150,7 +150,7 @@ async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
             paged = [await timed_get(http, path, limit=PAGE) for _ in range(reps_page)]
             whole = [await timed_get(http, path) for _ in range(reps_whole)]
             w, p = summarize([t for t, _ in whole]), summarize([t for t, _ in paged])
-            print(f"  GET whole (today's)     {whole[0][1] / 1e6:7.2f} MB   {w.ms()}")
+            print(f"  GET whole (plain GET)   {whole[0][1] / 1e6:7.2f} MB   {w.ms()}")
             print(f"  GET ?limit={PAGE}          {paged[0][1] / 1e6:7.2f} MB   {p.ms()}")
             print(
                 f"    page / whole: {paged[0][1] / whole[0][1]:.3f}× the bytes, "
@@ -194,10 +194,50 @@ async def measure(server: Any, chats: dict[str, str], quick: bool) -> None:
             "\nfirst reply delta, 10,000 messages / 100 (medians):"
             f" {firsts['10,000 messages'] / firsts['100 messages']:.3f}×"
         )
+        # 20 rounds at once, in 20 chats, while the long chat is read by pages.
+        made = [
+            (await checked(await http.post("conversations", json={"title": f"r{n}"}), 201))["id"]
+            for n in range(20)
+        ]
+        busy = True
+
+        async def still_busy(chats: list[str]) -> bool:
+            for c in chats:
+                if (await http.get(f"conversations/{c}", params={"limit": 0})).json()["busy"]:
+                    return True
+            return False
+
+        async def rounds() -> None:
+            nonlocal busy
+            for _ in range(3 if quick else 10):
+                await asyncio.gather(
+                    *(
+                        http.post(
+                            f"conversations/{c}/messages",
+                            json={"text": "@Researcher find it, @Writer write it"},
+                        )
+                        for c in made
+                    )
+                )
+                while await still_busy(made):  # noqa: ASYNC110 (the server's state, polled)
+                    await asyncio.sleep(0.05)
+            busy = False
+
+        async def reads() -> list[float]:
+            taken = []
+            while busy:
+                taken.append((await timed_get(http, path, limit=PAGE))[0])
+            return taken
+
+        _, during = await asyncio.gather(rounds(), reads())
+        print(f"\n20 rounds at once: the long chat's page ({len(during)} reads)")
+        print(f"  {summarize(during).ms()}")
         # The chat list, a page at a time, next to whole.
         listed = [await timed_get(http, "conversations") for _ in range(10)]
         page = [await timed_get(http, "conversations", limit=50) for _ in range(10)]
-        print(f"\nchat list ({len(chats)} chats): whole {summarize([t for t, _ in listed]).ms()}")
+        print(
+            f"\nchat list ({len(chats) + 20} chats): whole {summarize([t for t, _ in listed]).ms()}"
+        )
         print(f"                   ?limit=50 {summarize([t for t, _ in page]).ms()}")
 
 
