@@ -303,3 +303,39 @@ async def test_the_python_client_reads_a_long_chat_whole_page_by_page(
         async for item in client.follow(chat_id, 3, place):
             assert item["type"] == "resumed"
             break
+
+
+async def test_a_whole_snapshot_built_in_chunks_loses_and_doubles_nothing_said_meanwhile(
+    api: Api,
+    services: ConchServices,
+    models: ScriptedModels,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_auth_header: Any,
+) -> None:
+    """The plain stream of a long chat: its snapshot is built a chunk at a time, handing the
+    loop back, while a reply streams; what came meanwhile comes once, after the snapshot."""
+    chunks = [f"w{n} " for n in range(40)]
+    models.script(Reply(chunks=chunks, delay_per_chunk=0.01))
+    provider = {"kind": "openai", "model": "m", "base_url": models.openai_url, "api_key": "k"}
+    status, agent = await api("POST", "agents", {"name": "Bot", "provider": provider})
+    assert status == 201, agent
+    chat_id = await long_chat(services, 300)  # 600 messages: 24 chunks
+    where = (jp_http_port, jp_base_url, jp_auth_header, chat_id)
+    await api("POST", f"conversations/{chat_id}/messages", {"text": "@Bot go"})
+    items: list[dict[str, Any]] = []
+    async with stream(*where) as events:
+        async for event in events:
+            items.append(event.json())
+            if items[-1]["type"] == "message" and items[-1]["message"]["role"] == "agent":
+                break
+    snapshot = items[0]["conversation"]
+    assert items[0]["type"] == "snapshot"
+    said = [m["id"] for m in snapshot["messages"]]
+    said += [i["message"]["id"] for i in items[1:] if i["type"] == "message"]
+    assert len(said) == len(set(said))  # nothing doubled
+    words = "".join(r["text"] for r in snapshot["streaming"])
+    words += "".join(i["text"] for i in items if i["type"] == "delta")
+    assert words == "".join(chunks)  # nothing lost, nothing doubled
+    _, whole = await api("GET", f"conversations/{chat_id}")
+    assert said == [m["id"] for m in whole["messages"]][: len(said)]
