@@ -22,6 +22,7 @@ import httpx
 from .client_base import (
     FOLLOW_TIMEOUT,
     KERNEL_KEY_HEADER,
+    PAGE,
     Answer,
     BaseConchClient,
     Call,
@@ -29,7 +30,10 @@ from .client_base import (
     ConchClientError,
     ConchNotFound,
     Rows,
+    StreamPlace,
+    joined,
     locate_server,
+    page_before,
 )
 from .core.sse import aiter_events, iter_events
 
@@ -42,6 +46,7 @@ __all__ = [
     "ConchClient",
     "ConchClientError",
     "ConchNotFound",
+    "StreamPlace",
     "locate_server",
 ]
 
@@ -82,21 +87,30 @@ class ConchClient(BaseConchClient):
             raise self.unreachable(error) from None
         return call.read(self.answer(response))
 
-    def follow(self, conversation_id: str) -> Iterator[dict[str, Any]]:
-        """The chat's live stream: a snapshot first, then messages, events, deltas, round state.
+    def follow(
+        self, conversation_id: str, limit: int | None = None, place: StreamPlace | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The chat's live stream: a snapshot first (with `limit`, of its last messages), then
+        messages, events, deltas, round state.
 
         It ends when the server ends the stream (a follower that fell behind is dropped and
-        should follow again, starting from a new snapshot).
+        should follow again). With a `place`, following again resumes where the last stream
+        stood: what it missed, then `resumed` (the chat's live parts), not a new snapshot.
         """
         try:
             with self._http.stream(
-                "GET", self.follow_url(conversation_id), timeout=FOLLOW_TIMEOUT
+                "GET",
+                self.follow_url(conversation_id, limit),
+                timeout=FOLLOW_TIMEOUT,
+                headers=self.follow_headers(place),
             ) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise self.error(response)
                 for event in iter_events(response):
                     if (item := self.item(event)) is not None:
+                        if place is not None:
+                            place.passed(event)
                         yield item
         except httpx.HTTPError as error:
             raise self.unreachable(error) from None
@@ -116,14 +130,36 @@ class ConchClient(BaseConchClient):
         self.do(Calls.delete_agent(agent_id))
 
     def conversations(self) -> Rows:
-        return self.do(Calls.conversations)
+        """Every chat, newest first (read page by page)."""
+        rows: Rows = []
+        before: str | None = None
+        while True:
+            page = self.do(Calls.conversations_page(PAGE, before))
+            rows += page["conversations"]
+            if not (before := page.get("next")):
+                return rows
 
     def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
         """A new chat; with `path`, it belongs to that notebook (its agents work in its kernel)."""
         return self.do(Calls.create_conversation(title, path))
 
-    def conversation(self, conversation_id: str) -> Answer:
-        return self.do(Calls.conversation(conversation_id))
+    def conversation(
+        self, conversation_id: str, limit: int | None = None, before: str | None = None
+    ) -> Answer:
+        """The chat: whole (read page by page, so no one request is long), or with `limit` one
+        page of it: the last `limit` messages before the message `before`, and `earlier`."""
+        if limit is not None:
+            return self.do(Calls.conversation(conversation_id, limit, before))
+        return joined(list(self.pages(conversation_id)))
+
+    def pages(self, conversation_id: str, size: int = PAGE) -> Iterator[Answer]:
+        """The chat a page at a time, newest first, back to its first message."""
+        before: str | None = None
+        while True:
+            page = self.do(Calls.conversation(conversation_id, size, before))
+            yield page
+            if (before := page_before(page)) is None:
+                return
 
     def send(self, conversation_id: str, text: str) -> str:
         return self.do(Calls.send(conversation_id, text))
@@ -201,17 +237,24 @@ class AsyncConchClient(BaseConchClient):
             raise self.unreachable(error) from None
         return call.read(self.answer(response))
 
-    async def follow(self, conversation_id: str) -> AsyncIterator[dict[str, Any]]:
+    async def follow(
+        self, conversation_id: str, limit: int | None = None, place: StreamPlace | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         """The chat's live stream, as ConchClient.follow gives it."""
         try:
             async with self._http.stream(
-                "GET", self.follow_url(conversation_id), timeout=FOLLOW_TIMEOUT
+                "GET",
+                self.follow_url(conversation_id, limit),
+                timeout=FOLLOW_TIMEOUT,
+                headers=self.follow_headers(place),
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise self.error(response)
                 async for event in aiter_events(response):
                     if (item := self.item(event)) is not None:
+                        if place is not None:
+                            place.passed(event)
                         yield item
         except httpx.HTTPError as error:
             raise self.unreachable(error) from None
@@ -231,13 +274,34 @@ class AsyncConchClient(BaseConchClient):
         await self.do(Calls.delete_agent(agent_id))
 
     async def conversations(self) -> Rows:
-        return await self.do(Calls.conversations)
+        """Every chat, newest first (read page by page)."""
+        rows: Rows = []
+        before: str | None = None
+        while True:
+            page = await self.do(Calls.conversations_page(PAGE, before))
+            rows += page["conversations"]
+            if not (before := page.get("next")):
+                return rows
 
     async def create_conversation(self, title: str = "", path: str | None = None) -> Answer:
         return await self.do(Calls.create_conversation(title, path))
 
-    async def conversation(self, conversation_id: str) -> Answer:
-        return await self.do(Calls.conversation(conversation_id))
+    async def conversation(
+        self, conversation_id: str, limit: int | None = None, before: str | None = None
+    ) -> Answer:
+        """As ConchClient.conversation: whole (page by page), or one page with `limit`."""
+        if limit is not None:
+            return await self.do(Calls.conversation(conversation_id, limit, before))
+        return joined([page async for page in self.pages(conversation_id)])
+
+    async def pages(self, conversation_id: str, size: int = PAGE) -> AsyncIterator[Answer]:
+        """The chat a page at a time, newest first, back to its first message."""
+        before: str | None = None
+        while True:
+            page = await self.do(Calls.conversation(conversation_id, size, before))
+            yield page
+            if (before := page_before(page)) is None:
+                return
 
     async def send(self, conversation_id: str, text: str) -> str:
         return await self.do(Calls.send(conversation_id, text))

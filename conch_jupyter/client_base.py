@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -59,8 +59,10 @@ class Call(Generic[T]):
     body: Any = None
 
 
-def _path(*parts: str) -> str:
-    return "/".join(quote(part, safe="") for part in parts)
+def _path(*parts: str, **query: str | int | None) -> str:
+    path = "/".join(quote(part, safe="") for part in parts)
+    given = {k: str(v) for k, v in query.items() if v is not None}
+    return f"{path}?{urlencode(given)}" if given else path
 
 
 def _rows(key: str) -> Callable[[Answer], Rows]:
@@ -118,8 +120,18 @@ class Calls:
         return Call("POST", "conversations", _whole, body)
 
     @staticmethod
-    def conversation(conversation_id: str) -> Call[Answer]:
-        return Call("GET", _path("conversations", conversation_id), _whole)
+    def conversation(
+        conversation_id: str, limit: int | None = None, before: str | None = None
+    ) -> Call[Answer]:
+        """The chat whole, or with `limit` a page of it: the last `limit` messages before the
+        message `before`, with `earlier` saying whether there are more (DESIGN.md "Long chats")."""
+        path = _path("conversations", conversation_id, limit=limit, before=before)
+        return Call("GET", path, _whole)
+
+    @staticmethod
+    def conversations_page(limit: int, before: str | None = None) -> Call[Answer]:
+        """A page of the chat list, newest first: {"conversations", "next"}."""
+        return Call("GET", _path("conversations", limit=limit, before=before), _whole)
 
     @staticmethod
     def send(conversation_id: str, text: str) -> Call[str]:
@@ -156,6 +168,40 @@ class Calls:
         return Call("GET", _path("pairings", pairing_id, "chats"), _rows("chats"))
 
 
+# How many messages a page holds when the clients read a chat, or the chat list, page by page.
+PAGE = 500
+
+
+@dataclass
+class StreamPlace:
+    """Where a followed stream stands: the SSE id of the last stored item it delivered. Give
+    the same one to the next follow and it resumes there, without the chat again."""
+
+    id: str = ""
+
+    def passed(self, event: SSEEvent) -> None:
+        if event.id:
+            self.id = event.id
+
+
+def joined(pages: list[Answer]) -> Answer:
+    """A chat read page by page (newest page first), as one answer: the newest page's live
+    parts, with every page's messages, events and ledger rows in order."""
+    if not pages:
+        raise ConchClientError(200, "bad_answer", "The server gave no page of the chat.")
+    whole = dict(pages[0])
+    for key in ("messages", "events", "spend"):
+        whole[key] = [row for page in reversed(pages) for row in page.get(key, [])]
+    whole["earlier"] = False
+    return whole
+
+
+def page_before(page: Answer) -> str | None:
+    """The message the next (earlier) page ends before, or None when this page is the first."""
+    messages = page.get("messages") or []
+    return str(messages[0]["id"]) if page.get("earlier") and messages else None
+
+
 class BaseConchClient:
     """What both clients share, with no I/O: the address, the headers, the words of errors."""
 
@@ -180,8 +226,13 @@ class BaseConchClient:
         """(method, url, JSON body) for a call."""
         return call.method, self.api_url + call.path, call.body
 
-    def follow_url(self, conversation_id: str) -> str:
-        return self.api_url + _path("conversations", conversation_id, "events")
+    def follow_url(self, conversation_id: str, limit: int | None = None) -> str:
+        return self.api_url + _path("conversations", conversation_id, "events", limit=limit)
+
+    @staticmethod
+    def follow_headers(place: StreamPlace | None) -> dict[str, str]:
+        """A stream that resumes says where it stood (SSE's own Last-Event-ID)."""
+        return {"Last-Event-ID": place.id} if place is not None and place.id else {}
 
     @staticmethod
     def answer(response: httpx.Response) -> Answer:

@@ -25,6 +25,7 @@ import { ConchError, ServerApi } from "./server.js";
 import { Store } from "./store.js";
 import { ChatState, buildItems, liveItem } from "./timeline.js";
 import { stuckOf } from "./tools.js";
+import { EARLIER_PAGE, VIEW_PAGE } from "./window.js";
 
 /**
  * @typedef {import("./timeline.js").Item} Item
@@ -32,6 +33,7 @@ import { stuckOf } from "./tools.js";
  * @typedef {{
  *   state: Store, via: "server" | "kernel",
  *   send(text: string): void, stop(): void, close(): void,
+ *   earlier?: () => Promise<boolean>,
  * } & Partial<import("./tool-views.js").ToolActions>} Source
  * @typedef {{chat: ChatState, state: Store, take(item: Item): void, redraw(): void}} Fed
  */
@@ -109,15 +111,19 @@ function followed(api, conversationId) {
     fed.chat.tools.locked = locked;
     fed.redraw();
   });
-  const stop = api.follow(conversationId, {
-    item(item) {
-      if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });
-      fed.take(item);
+  const stop = api.follow(
+    conversationId,
+    {
+      item(item) {
+        if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });
+        fed.take(item);
+      },
+      problem(words) {
+        fed.state.update({ problem: words });
+      },
     },
-    problem(words) {
-      fed.state.update({ problem: words });
-    },
-  });
+    { limit: VIEW_PAGE },
+  );
   const entry = { ...fed, stop, views: 1 };
   FOLLOWED.set(key, entry);
   return entry;
@@ -135,9 +141,31 @@ export function directChat(api, conversationId, refused) {
   /** @param {unknown} error */
   const say = (error) => state.update({ problem: error instanceof ConchError ? error.message : String(error) });
   let closed = false;
+  /** @type {Promise<boolean> | null} */
+  let loading = null;
   return {
     state,
     via: "server",
+    // The page before the oldest message here, as the person scrolls up (window.js); one at a time.
+    earlier() {
+      if (loading) return loading;
+      if (!chat.earlier || !chat.first) return Promise.resolve(false);
+      const before = encodeURIComponent(chat.first);
+      loading = api
+        .request("GET", `${path}?limit=${EARLIER_PAGE}&before=${before}`)
+        .then((page) => {
+          entry.take({ type: "earlier", conversation: page });
+          return true;
+        })
+        .catch((error) => {
+          say(error);
+          return false;
+        })
+        .finally(() => {
+          loading = null;
+        });
+      return loading;
+    },
     async send(text) {
       const speaker = chat.round?.speaker;
       try {

@@ -16,6 +16,7 @@ import { h } from "./dom.js";
 import { StreamingReply, drawItem } from "./items.js";
 import { reconcile } from "./reconcile.js";
 import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
+import { scrollBack } from "./window.js";
 
 /**
  * @typedef {import("./chat-source.js").Model} Model
@@ -82,6 +83,8 @@ export function chatView(model, el, connect) {
   const toBottom = () => {
     if (stuck) log.scrollTop = log.scrollHeight;
   };
+  // Earlier messages of a long chat load as the person scrolls up (window.js).
+  const back = scrollBack(log, () => (source.earlier ? source.earlier() : Promise.resolve(false)));
 
   function draw() {
     queued = false;
@@ -123,6 +126,7 @@ export function chatView(model, el, connect) {
     stuckRun.draw(state.get("tools"));
     box.draw();
     toBottom();
+    back.drawn();
     requestAnimationFrame(toBottom); // the first draw may happen before the view is attached
   }
 
@@ -144,6 +148,7 @@ export function chatView(model, el, connect) {
   draw();
   return () => {
     source.close();
+    back.stop();
     for (const name of TRAITS) state.off(`change:${name}`, schedule);
     model.off("change:problem", schedule);
     model.off("msg:custom", onMessage);

@@ -105,27 +105,35 @@ export class ServerApi {
   }
 
   /**
-   * Follow a chat's live stream: a snapshot first, then everything as it happens. A stream that
-   * drops is followed again, from a new snapshot, so nothing is lost or doubled. Returns a
-   * function that stops following.
+   * Follow a chat's live stream: a snapshot first (with `limit`, of the chat's last messages),
+   * then everything as it happens. A stream that drops is followed again from the last event it
+   * delivered (Last-Event-ID): the server sends what it missed and the chat's live parts
+   * (`resumed`), not the chat again, so nothing is lost or doubled. Returns a function that
+   * stops following.
    * @param {string} conversationId
    * @param {{item(item: any): void, problem(words: string): void}} to
+   * @param {{limit?: number}} [options]
    */
-  follow(conversationId, to) {
+  follow(conversationId, to, { limit } = {}) {
     let stopped = false;
     /** @type {AbortController | null} */
     let controller = null;
-    const url = `${this.base}conversations/${encodeURIComponent(conversationId)}/events`;
+    const query = limit === undefined ? "" : `?limit=${limit}`;
+    const url = `${this.base}conversations/${encodeURIComponent(conversationId)}/events${query}`;
+    let place = "";
     const run = async () => {
       let delay = 250;
       while (!stopped) {
         controller = new AbortController();
         let words = "";
         try {
+          /** @type {Record<string, string>} */
+          const headers = this.headers(false);
+          if (place) headers["Last-Event-ID"] = place;
           const answer = await fetch(url, {
             credentials: "same-origin",
             cache: "no-store",
-            headers: this.headers(false),
+            headers,
             signal: controller.signal,
           });
           if (!answer.ok) {
@@ -142,7 +150,8 @@ export class ServerApi {
             if (done) break;
             for (const event of events.push(value)) {
               const item = JSON.parse(event.data);
-              if (item.type === "snapshot") {
+              place = events.id || place;
+              if (item.type === "snapshot" || item.type === "resumed") {
                 delay = 250;
                 to.problem("");
               }

@@ -2,7 +2,8 @@
 /**
  * Server-sent events, read from a stream of text chunks (pure: chunks in, events out).
  * Lines end in \n, \r\n or \r; a blank line dispatches; `:` lines are comments (keep-alives);
- * several `data:` lines join with \n, as the standard says.
+ * several `data:` lines join with \n, as the standard says. `id` is the last event id seen (it
+ * stays until a later `id:` changes it): where a stream that drops resumes (Last-Event-ID).
  */
 
 /** @typedef {{event: string, data: string}} ServerEvent */
@@ -13,6 +14,7 @@ export class EventReader {
     this.event = "";
     /** @type {string[]} */
     this.data = [];
+    this.id = "";
   }
 
   /** @param {string} chunk @returns {ServerEvent[]} */
@@ -39,6 +41,7 @@ export class EventReader {
       if (value.startsWith(" ")) value = value.slice(1);
       if (field === "event") this.event = value;
       else if (field === "data") this.data.push(value);
+      else if (field === "id" && !value.includes("\0")) this.id = value;
     }
     return out;
   }

@@ -87,6 +87,11 @@ export class ChatState {
     this.live = new Map();
     this.names = new Names();
     this.title = "";
+    // A long chat comes a page at a time: whether it holds messages before those here, and
+    // the oldest here (the next page ends before it).
+    this.earlier = false;
+    /** @type {string | null} */
+    this.first = null;
     // The notebook tools: mode, taint, what asks for a yes, what works now (tools.js).
     this.tools = new ToolState();
   }
@@ -104,15 +109,25 @@ export class ChatState {
         const chat = item.conversation || {};
         this.messages = new Map((chat.messages || []).map((/** @type {Item} */ m) => [m.id, m]));
         this.events = new Map((chat.events || []).map((/** @type {Item} */ e) => [e.seq, e]));
-        this.round = chat.round || null;
-        this.busy = Boolean(chat.busy);
-        this.title = String(chat.title || "");
-        this.names.learn(chat.roster);
-        this.live = new Map();
-        for (const reply of chat.streaming || []) {
-          this.live.set(reply.reply, { agent: reply.agent, text: String(reply.text || "") });
-        }
+        this.earlier = Boolean(chat.earlier);
+        this.first = chat.messages?.length ? String(chat.messages[0].id) : null;
+        this.live_(chat);
         for (const message of this.messages.values()) this.heard(message);
+        return "items";
+      }
+      case "resumed": // a stream that resumed: what it missed came first; here is what is live now
+        this.live_(item.conversation || {});
+        return "items";
+      case "earlier": {
+        // A page of earlier messages (loaded as the person scrolls up), with its events.
+        const page = item.conversation || {};
+        for (const m of page.messages || []) {
+          this.messages.set(m.id, m);
+          this.heard(m);
+        }
+        for (const e of page.events || []) this.events.set(e.seq, e);
+        this.earlier = Boolean(page.earlier);
+        if (page.messages?.length) this.first = String(page.messages[0].id);
         return "items";
       }
       case "message": {
@@ -147,6 +162,18 @@ export class ChatState {
         return tools ? "items" : "";
       default:
         return "";
+    }
+  }
+
+  /** The live parts of a chat (a snapshot's, or a resumed stream's). @param {Item} chat */
+  live_(chat) {
+    this.round = chat.round || null;
+    this.busy = Boolean(chat.busy);
+    this.title = String(chat.title || "");
+    this.names.learn(chat.roster);
+    this.live = new Map();
+    for (const reply of chat.streaming || []) {
+      this.live.set(reply.reply, { agent: reply.agent, text: String(reply.text || "") });
     }
   }
 

@@ -58,10 +58,13 @@ export class ToolState {
    */
   take(item) {
     switch (item?.type) {
-      case "snapshot": {
+      case "snapshot":
+      case "resumed": {
+        // A snapshot, or the live parts of a stream that resumed (its missed messages came first).
         const chat = item.conversation || {};
         this.mode = modeOf(chat.mode);
-        this.tainted = Boolean(chat.tainted) || (chat.messages || []).some((/** @type {Item} */ m) => m.role === "outside");
+        const heard = (chat.messages || []).some((/** @type {Item} */ m) => m.role === "outside");
+        this.tainted = Boolean(chat.tainted) || heard || (item.type === "resumed" && this.tainted);
         this.switchable = (chat.origin || "user") === "user";
         this.asking = new Map((chat.asking || []).map((/** @type {Asking} */ a) => [String(a.call_id), a]));
         this.working = chat.working || null;

@@ -41,7 +41,9 @@ async function render({ model, el }) {
     return settingsView(source, el);
   }
   const id = String(model.get("conversation_id") || "");
-  const api = id ? await reachable(`conversations/${encodeURIComponent(id)}`) : null;
+  // A page of no messages: enough to know the server has Conch and this chat, and small (the
+  // stream brings the chat itself).
+  const api = id ? await reachable(`conversations/${encodeURIComponent(id)}?limit=0`) : null;
   return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
 }
 

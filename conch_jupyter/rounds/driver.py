@@ -15,6 +15,7 @@ Rounds live in memory only: a restart forgets them, and the chat stays with whoe
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,7 @@ from .live_chat import LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
+from .snapshot import paged_log, whole_log, whole_log_json
 from .spend import Budget, loop_refusal, turn_refusal
 from .turn import Reply, TurnInput, Turns
 
@@ -123,19 +125,54 @@ class RoundService:
             return None
         return self._snapshot(chat.round)
 
-    def conversation_json(self, conversation_id: str) -> dict[str, Any]:
+    def conversation_json(
+        self, conversation_id: str, limit: int | None = None, before: str | None = None
+    ) -> dict[str, Any]:
+        """The chat as the API answers it: whole, or with `limit` a page of its log before the
+        message `before` (snapshot.py), always with everything live."""
         # A door chat ("peer") can be read here, from its pairing; never written to or stopped.
         conversation = self._require(conversation_id, origins=("user", "peer"))
+        names = self._room().names()
+
+        def message_json(message: Message) -> dict[str, Any]:
+            return self.message_json(message, names)
+
+        if limit is None:
+            log = whole_log(self.store, conversation_id, message_json)
+        else:
+            log = paged_log(self.store, conversation_id, message_json, limit, before)
+        return {**conversation.to_json(), **log, **self._live_json(conversation)}
+
+    async def conversation_text(self, conversation_id: str) -> tuple[str, tuple[int, int]]:
+        """The whole chat as JSON text, as conversation_json() gives it, built a chunk at a time
+        so that no chat's length holds the event loop (snapshot.py); and the seqs of the last
+        message and event it holds. Its live parts and where its log ends are read together,
+        before the first chunk: what is stored or streamed after that comes by the stream."""
+        head = json.dumps(self.live_json(conversation_id))
+        upto = self.store.pages.last_seqs(conversation_id)
+        names = self._room().names()
+
+        def message_json(message: Message) -> dict[str, Any]:
+            return self.message_json(message, names)
+
+        log = await whole_log_json(self.store, conversation_id, message_json, upto)
+        return f"{head[:-1]}, {log}}}", upto
+
+    def names(self) -> dict[str, str]:
+        """Display names by id, as messages carry them (`name`)."""
+        return self._room().names()
+
+    def live_json(self, conversation_id: str) -> dict[str, Any]:
+        """Everything live of a chat and none of its log: what a stream that resumes sends."""
+        conversation = self._require(conversation_id, origins=("user", "peer"))
+        return {**conversation.to_json(), **self._live_json(conversation)}
+
+    def _live_json(self, conversation: Conversation) -> dict[str, Any]:
+        conversation_id = conversation.id
         room = self._room()
-        names = room.names()
         clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         return {
-            **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
-            # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
-            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
-            "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
-            "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words

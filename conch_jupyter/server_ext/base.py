@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from ..core.errors import ConchError
+from ..store.pages import PAGE_LIMIT
 from .services import ConchServices
 
 B = TypeVar("B", bound=BaseModel)
@@ -104,10 +105,31 @@ class ConchHandler(APIHandler):
         except ValidationError as error:
             raise ApiError(400, "invalid", _words(error)) from None
 
+    def query_int(self, name: str, most: int) -> int | None:
+        """A whole number from the query (`?limit=50`), 0 to `most`; None when not given."""
+        text = self.get_query_argument(name, None)
+        if text is None:
+            return None
+        if not text.strip().isdigit() or int(text) > most:
+            raise ApiError(400, "invalid", f"{name} must be a whole number from 0 to {most}.")
+        return int(text)
+
+    def page(self) -> tuple[int | None, str | None]:
+        """A chat's page as the query asks for it (`?limit=N&before=<message id>`)."""
+        limit = self.query_int("limit", PAGE_LIMIT)
+        before = self.get_query_argument("before", None)
+        if before is not None and limit is None:
+            raise ApiError(400, "invalid", "before= pages a chat: give limit= with it.")
+        return limit, before
+
     def reply(self, data: Any, status: int = 200) -> None:
+        self.reply_text(json.dumps(data), status)
+
+    def reply_text(self, text: str, status: int = 200) -> None:
+        """An answer already in JSON text (a long chat, made a chunk at a time)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(text)
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # Errors we answer in words are not crashes: one line, no traceback (a full disk

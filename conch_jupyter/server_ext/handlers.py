@@ -21,6 +21,7 @@ from tornado.iostream import StreamClosedError
 
 from ..core.policy import BY_ADMIN, check_provider
 from ..providers import address_of
+from ..store.pages import PAGE_LIMIT, StreamCursor
 from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import (
     AgentIn,
@@ -113,11 +114,16 @@ class ConversationsHandler(ConchHandler):
     def get(self) -> None:
         store = self.conch.store
         mode_of = self.conch.tools.mode_of  # the mode it runs in, under the policy
+        limit = self.query_int("limit", PAGE_LIMIT)
+        before = self.get_query_argument("before", None)
+        if limit is None and before is None:
+            listed, next_page = store.list_conversations(), None
+        else:
+            listed, next_page = store.pages.conversations("user", limit or PAGE_LIMIT, before)
         chats = [
-            {**c.to_json(), "mode": mode_of(c), "spent_usd": store.spent(c.id)}
-            for c in store.list_conversations()
+            {**c.to_json(), "mode": mode_of(c), "spent_usd": store.spent(c.id)} for c in listed
         ]
-        self.reply({"conversations": chats})
+        self.reply({"conversations": chats, "next": next_page})
 
     @web.authenticated
     @authorized
@@ -133,15 +139,21 @@ class ConversationHandler(ConchHandler):
 
     @web.authenticated
     @authorized
-    def get(self, conversation_id: str) -> None:
-        self.reply(self.conch.rounds.conversation_json(conversation_id))
+    async def get(self, conversation_id: str) -> None:
+        limit, before = self.page()
+        if limit is None:  # the whole chat, for existing clients: built without holding the loop
+            text, _ = await self.conch.rounds.conversation_text(conversation_id)
+            self.reply_text(text)
+        else:
+            self.reply(self.conch.rounds.conversation_json(conversation_id, limit, before))
 
     @web.authenticated
     @authorized
     async def patch(self, conversation_id: str) -> None:
         body = self.body(ConversationPatch)
         await self.conch.tools.set_mode(conversation_id, body.mode)
-        self.reply(self.conch.rounds.conversation_json(conversation_id))
+        text, _ = await self.conch.rounds.conversation_text(conversation_id)
+        self.reply_text(text)
 
 
 class ToolAnswerHandler(ConchHandler):
@@ -153,7 +165,7 @@ class ToolAnswerHandler(ConchHandler):
     @authorized
     def post(self, conversation_id: str, call_id: str) -> None:
         body = self.body(ToolAnswer)
-        self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
+        self.conch.rounds.live_json(conversation_id)  # 404 for no such chat
         self.conch.tools.answer(conversation_id, call_id, body.run)  # 409 once not asking
         self.reply({"call_id": call_id, "run": body.run})
 
@@ -198,22 +210,40 @@ class StopHandler(ConchHandler):
 
 
 class EventsHandler(ConchHandler):
-    """Server-sent events: a snapshot of the chat first, then everything as it happens."""
+    place: StreamCursor  # what the stream has delivered
+    """Server-sent events: a snapshot of the chat first (whole, or with `?limit=N` a page of
+    it), then everything as it happens. Each stored item carries the stream's place as its SSE
+    `id`; a stream that resumes from one (`Last-Event-ID`, or `?after=`) gets what it missed
+    and the chat's live parts (`resumed`), not the chat again: nothing lost, nothing doubled."""
 
     @web.authenticated
     @authorized
     async def get(self, conversation_id: str) -> None:
         rounds = self.conch.rounds
-        rounds.conversation_json(conversation_id)  # 404 before the stream opens
+        limit, _ = self.page()
+        after = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID")
+        cursor = StreamCursor.parse(after) if after else None  # 400 before the stream opens
+        rounds.live_json(conversation_id)  # 404 before the stream opens
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         async with self.conch.hub.follow(conversation_id) as queue:
             try:
-                # Follow first, then snapshot: nothing can fall between the two.
-                await self._send(
-                    {"type": "snapshot", "conversation": rounds.conversation_json(conversation_id)}
-                )
+                # Follow first, then read: nothing can fall between the two, and what was read
+                # and comes again from the queue (stored, then published) is not sent twice.
+                opening, seen = self._opening(conversation_id, cursor, limit)
+                if opening:
+                    self.place = StreamCursor(seen.messages, seen.events)
+                    await self._send(*opening)
+                else:
+                    # The whole chat: its live parts and where its log ends are read at once,
+                    # the log after, a chunk at a time (the loop is not held); what comes
+                    # meanwhile waits in the queue, and what the log holds of it is not sent.
+                    text, upto = await rounds.conversation_text(conversation_id)
+                    seen, self.place = StreamCursor(*upto), StreamCursor(*upto)
+                    self.write(f"id: {seen}\nevent: snapshot\n")
+                    self.write(f'data: {{"type": "snapshot", "conversation": {text}}}\n\n')
+                    await self.flush()
                 while True:
                     try:
                         item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
@@ -227,17 +257,79 @@ class EventsHandler(ConchHandler):
                     items: list[dict[str, Any] | None] = [item]
                     while not queue.empty() and items[-1] is not None:
                         items.append(queue.get_nowait())
-                    await self._send(*[i for i in items if i is not None])
+                    await self._send(*[i for i in items if i is not None and not _read(i, seen)])
                     if items[-1] is None:
                         break
             except StreamClosedError:
                 return
         self.finish()
 
+    def _opening(
+        self, conversation_id: str, cursor: StreamCursor | None, limit: int | None
+    ) -> tuple[list[dict[str, Any]], StreamCursor]:
+        """What the stream opens with, and where that leaves it; read at one instant (no await
+        here, so no item can be published between the reads)."""
+        rounds, pages = self.conch.rounds, self.conch.store.pages
+        if cursor is not None:
+            messages, more = pages.messages_after(conversation_id, cursor.messages, RESUME_LIMIT)
+            events, more_events = pages.events_after(conversation_id, cursor.events, RESUME_LIMIT)
+            if not (more or more_events):
+                # Messages before events at one instant: a round ends after its last message.
+                names = rounds.names()
+                said = [
+                    (m.created, 0, _message_item(rounds.message_json(m, names), m.seq))
+                    for m in messages
+                ]
+                said += [(e.created, 1, {"type": "event", "event": e.to_json()}) for e in events]
+                said.sort(key=lambda entry: entry[:2])
+                seen = StreamCursor(
+                    messages[-1].seq if messages else cursor.messages,
+                    events[-1].seq if events else cursor.events,
+                )
+                resumed = {"type": "resumed", "conversation": rounds.live_json(conversation_id)}
+                return [*(item for *_, item in said), resumed], seen
+            # Missed too much to catch up item by item: a new snapshot, as if opened afresh.
+        if limit is None:
+            return [], StreamCursor()  # the whole chat: made by the caller, a chunk at a time
+        snapshot = rounds.conversation_json(conversation_id, limit)
+        seen = StreamCursor(*pages.last_seqs(conversation_id))
+        return [{"type": "snapshot", "conversation": snapshot}], seen
+
     async def _send(self, *items: dict[str, Any]) -> None:
         for item in items:
-            self.write(f"event: {item['type']}\ndata: {json.dumps(item)}\n\n")
+            place = ""
+            if item["type"] in STORED_KINDS:
+                self._advance(item)
+                place = f"id: {self.place}\n"
+            self.write(f"{place}event: {item['type']}\ndata: {json.dumps(item)}\n\n")
         await self.flush()
+
+    def _advance(self, item: dict[str, Any]) -> None:
+        if item["type"] == "message":
+            self.place.messages = max(self.place.messages, int(item.get("seq") or 0))
+        elif item["type"] == "event":
+            self.place.events = max(self.place.events, int(item["event"]["seq"]))
+
+
+# The items that carry the stream's place as their SSE id (a delta or a round state keeps the
+# last one: SSE's last event id stays until a later id changes it).
+STORED_KINDS = frozenset({"snapshot", "resumed", "message", "event"})
+# A stream that missed more than this many messages (or events) opens with a new snapshot.
+RESUME_LIMIT = 500
+
+
+def _message_item(message: dict[str, Any], seq: int) -> dict[str, Any]:
+    return {"type": "message", "message": message, "seq": seq}
+
+
+def _read(item: dict[str, Any], seen: StreamCursor) -> bool:
+    """Whether a queued item was already read from the store when the stream opened."""
+    if item["type"] == "message":
+        seq = int(item.get("seq") or 0)
+        return 0 < seq <= seen.messages
+    if item["type"] == "event":
+        return int(item["event"]["seq"]) <= seen.events
+    return False
 
 
 class PolicyHandler(ConchHandler):

@@ -27,6 +27,7 @@ from ..core.errors import ConchError
 from .db import from_row, insert, open_reader, open_writer
 from .door_tasks import DoorTasks
 from .file import StoreFile
+from .pages import BadCursor, Pages, StreamCursor
 from .rows import (
     Conversation,
     DoorTask,
@@ -45,6 +46,7 @@ from .writer import Pending, Queued, Writer, then
 
 __all__ = [
     "SCHEMA_VERSION",
+    "BadCursor",
     "Conversation",
     "DoorTask",
     "Event",
@@ -55,6 +57,7 @@ __all__ = [
     "Role",
     "Spend",
     "Store",
+    "StreamCursor",
     "month_start",
 ]
 
@@ -91,6 +94,7 @@ class Store(StoreFile):
             self._writer.close()
             raise
         self.door_tasks = DoorTasks(self)
+        self.pages = Pages(self)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"

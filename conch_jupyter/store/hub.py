@@ -63,7 +63,9 @@ class Hub:
         data = message.to_json()
         if name is not None:
             data["name"] = name
-        self.publish(message.conversation_id, {"type": "message", "message": data})
+        # Its seq beside it (not in it): where a stream that resumes stands (store/pages.py).
+        item = {"type": "message", "message": data, "seq": message.seq}
+        self.publish(message.conversation_id, item)
 
     def draw_ahead(self, conversation_id: str, text: str) -> None:
         """Draw a message's HTML while it is being stored, for a chat someone follows: the

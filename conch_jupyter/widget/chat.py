@@ -7,7 +7,8 @@ the Jupyter server running Conch, the view then follows the chat and sends and s
 relay), a task on the kernel's event loop also follows the server's event stream. It builds no
 timeline: it keeps the stream's raw items (stream.py) in the `stream` trait, and the relayed view
 feeds them into the same state a stream it reads itself feeds (js/timeline.js builds the items,
-once); it sends "send" and "stop" here. If the stream drops, it follows again from a new snapshot.
+once); it sends "send" and "stop" here. If the stream drops, it resumes where it stood (the
+server sends what it missed, not the chat again). It follows from a page of the last messages.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ from typing import Any
 
 import traitlets
 
-from ..client import ConchClient, ConchClientError
+from ..client import ConchClient, ConchClientError, StreamPlace
 from .base import Action, ClientFactory, KernelWidget, running_loop
 from .stream import ChatStream, Item
 
 TITLE_LIMIT = 200
 NO_NOTEBOOK_TITLE = "Chat without a notebook"
 READY_WAIT = 5.0  # seconds a send waits for the live stream to be followed
+# The kernel follows a chat from a page of its last messages, not the whole chat: opening a
+# long chat costs the same as a short one (DESIGN.md "Long chats"); `messages` reads the rest.
+FOLLOW_PAGE = 50
+# What settled() reads each time it asks whether the chat is done: a page, not the chat.
+SETTLED_PAGE = 20
 
 
 class ChatWidget(KernelWidget):
@@ -55,12 +61,29 @@ class ChatWidget(KernelWidget):
         # of a streaming reply go to the front end, as a message of its own (a view that talks
         # to the server itself gets them from there; the Python API needs only whole messages).
         self._relaying = False
+        # The messages before the followed page, read once: (the followed page's first, them).
+        self._before_first: tuple[str, list[Item]] = ("", [])
         self.spawn(self._follow() if self._following else self._load())
 
     @property
     def messages(self) -> list[Item]:
-        """The chat's messages as the server stored them, as far as the stream has brought them."""
-        return list(self._chat.messages.values())
+        """The chat's messages as the server stored them, as far as the stream has brought them:
+        those before the page it opened with are read from the server (once) when asked for."""
+        followed = list(self._chat.messages.values())
+        if self._chat.earlier and followed:
+            first = str(followed[0]["id"])
+            if self._before_first[0] != first:
+                with ConchClient.from_environment() as client:
+                    earlier = client.conversation(self.conversation_id, 1_000, first)
+                    pages = [earlier]
+                    while earlier.get("earlier") and earlier["messages"]:
+                        before = str(earlier["messages"][0]["id"])
+                        earlier = client.conversation(self.conversation_id, 1_000, before)
+                        pages.append(earlier)
+                older = [m for page in reversed(pages) for m in page["messages"]]
+                self._before_first = (first, older)
+            return [*self._before_first[1], *followed]
+        return followed
 
     @property
     def round(self) -> Item | None:
@@ -100,7 +123,7 @@ class ChatWidget(KernelWidget):
         deadline = time.monotonic() + timeout
         await self.acting()  # what was sent from here has reached the server
         while True:
-            chat = await self.client().conversation(self.conversation_id)
+            chat = await self.client().conversation(self.conversation_id, SETTLED_PAGE)
             waiting_for_you = (
                 chat.get("asking") or (chat.get("working") or {}).get("state") == "waiting"
             )
@@ -111,10 +134,11 @@ class ChatWidget(KernelWidget):
             await asyncio.sleep(0.2)
         # Give the live stream a moment to bring the last items here too (a round's end comes
         # after its last message: the relayed view folds its card only once it is here).
-        stored = len(chat["messages"]), len(chat.get("events", []))
+        stored = {str(m["id"]) for m in chat["messages"]}
+        events = {int(e["seq"]) for e in chat.get("events", [])}
         for _ in range(50):
-            here = len(self._chat.messages), len(self._chat.events)
-            if all(h >= s for h, s in zip(here, stored, strict=True)) and not self._chat.streaming:
+            here = stored <= self._chat.messages.keys() and events <= self._chat.events
+            if here and not self._chat.streaming:
                 return
             await asyncio.sleep(0.05)
 
@@ -171,15 +195,18 @@ class ChatWidget(KernelWidget):
     # --- following the chat ---
 
     async def _load(self) -> None:
-        chat = await self.client().conversation(self.conversation_id)
+        chat = await self.client().conversation(self.conversation_id, FOLLOW_PAGE)
         self._take({"type": "snapshot", "conversation": chat})
 
     async def _follow(self) -> None:
         delay = 0.5
+        # Following again after a drop resumes where the stream stood: not the chat again.
+        place = StreamPlace()
         while True:
             try:
-                async for item in self.client().follow(self.conversation_id):
-                    if item.get("type") == "snapshot":
+                follow = self.client().follow(self.conversation_id, FOLLOW_PAGE, place)
+                async for item in follow:
+                    if item.get("type") in ("snapshot", "resumed"):
                         self.problem, delay = "", 0.5
                     self._take(item)
                     self._ready.set()
@@ -203,7 +230,10 @@ class ChatWidget(KernelWidget):
             with self.hold_sync():
                 if item.get("type") == "event" and item["event"].get("type") == "round.ended":
                     self.notice = ""
-                self.stream = list(self._chat.items)
+                # The chat's items go to the page only for a view that draws through the
+                # kernel: a view that talks to the server itself reads them from there.
+                if self._relaying:
+                    self.stream = list(self._chat.items)
 
 
 # --- this notebook's chat ---------------------------------------------------------------------

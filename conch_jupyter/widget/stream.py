@@ -4,7 +4,9 @@ through the kernel (the relay), and the few facts the Python API reads from them
 The timeline is built once, in the view (js/timeline.js): here nothing is drawn. `items` is
 what the relayed view takes: the latest snapshot, then every item since, in order, a run of one
 reply's chunks joined into one delta (taking "ab" is taking "a" then "b"). A new snapshot
-replaces them all, so the list is never longer than what happened since the kernel followed.
+replaces them all, so the list is never longer than what happened since the kernel followed;
+a stream that resumed adds what it missed and a `resumed` item (the chat's live parts). The
+snapshot is a page of the chat's last messages (`earlier` says whether there are more).
 The facts: the chat's messages and which events came (`settled` waits until the stream has
 brought all the server has, a round's end too), the replies still streaming, the live round
 (who has the floor), and who is who (the notice says whose reply a message waits for).
@@ -19,7 +21,7 @@ Item = dict[str, Any]
 Change = Literal["items", "delta", ""]
 
 # The kinds of item the view takes (keepalives and anything unknown are not passed on).
-KINDS = {"snapshot", "message", "event", "round", "delta", "working", "stuck"}
+KINDS = {"snapshot", "resumed", "message", "event", "round", "delta", "working", "stuck"}
 
 
 @dataclass
@@ -28,6 +30,8 @@ class ChatStream:
 
     items: list[Item] = field(default_factory=list)
     messages: dict[str, Item] = field(default_factory=dict)
+    # Whether the chat holds messages before the snapshot's first (a paged snapshot's `earlier`).
+    earlier: bool = False
     events: set[int] = field(default_factory=set)  # the seq of each event that came
     streaming: dict[str, str] = field(default_factory=dict)  # reply id -> agent id
     round: Item | None = None
@@ -46,14 +50,14 @@ class ChatStream:
             for message in chat.get("messages", []):
                 self._message(message)
             self.events = {int(e["seq"]) for e in chat.get("events", [])}
-            replies = chat.get("streaming", [])
-            self.streaming = {str(r["reply"]): str(r.get("agent")) for r in replies}
-            self.round = chat.get("round")
-            roster = chat.get("roster")
-            if roster is not None:
-                # Your agent's name wins over an outside agent's with the same id (as the view's).
-                everyone = [*roster.get("outside", []), *roster.get("agents", [])]
-                self.names = {str(a["id"]): str(a["name"]) for a in everyone}
+            self.earlier = bool(chat.get("earlier"))
+            self._live(chat)
+            return "items"
+        if kind == "resumed":
+            # A stream that resumed: what it missed came before this, as items; here are the
+            # chat's live parts as they are now (no log: the chat was not sent again).
+            self.items.append(item)
+            self._live(item.get("conversation") or {})
             return "items"
         if kind == "delta":
             reply = str(item.get("reply"))
@@ -76,6 +80,16 @@ class ChatStream:
         elif kind == "round":
             self.round = item.get("round")
         return "items"
+
+    def _live(self, chat: Item) -> None:
+        replies = chat.get("streaming", [])
+        self.streaming = {str(r["reply"]): str(r.get("agent")) for r in replies}
+        self.round = chat.get("round")
+        roster = chat.get("roster")
+        if roster is not None:
+            # Your agent's name wins over an outside agent's with the same id (as the view's).
+            everyone = [*roster.get("outside", []), *roster.get("agents", [])]
+            self.names = {str(a["id"]): str(a["name"]) for a in everyone}
 
     def name(self, agent_id: str) -> str:
         return self.names.get(agent_id) or self.heard.get(agent_id) or agent_id

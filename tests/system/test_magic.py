@@ -29,7 +29,10 @@ import json
 from conch_jupyter.widget import this_chat
 chat = this_chat()
 await chat.settled()
-print(json.dumps({"stream": chat.stream, "problem": chat.problem, "notice": chat.notice}))
+relayed, unrelayed = chat._relaying, list(chat.stream)
+await chat._relay({})  # what a view that draws through the kernel asks for first
+print(json.dumps({"stream": chat.stream, "problem": chat.problem, "notice": chat.notice,
+                  "relayed": relayed, "unrelayed": unrelayed}))
 """
 
 
@@ -37,6 +40,10 @@ def chat_state(kernel: Kernel) -> dict[str, Any]:
     """The chat as the relayed view draws it from the kernel's trait: its latest round card
     and the rest."""
     kept = kernel.run(CHAT_STATE).json()
+    if not kept["relayed"]:
+        # Until a view asks for the relay, the chat's items stay in the kernel: a view that
+        # talks to the server itself reads them from there, not over the kernel's websocket.
+        assert kept["unrelayed"] == []
     drawn = draw_relayed(kept["stream"])
     items = drawn["items"]
     cards = [i for i in items if i["kind"] == "round"]
@@ -257,6 +264,34 @@ def test_writing_while_a_round_runs_ends_it_and_says_so(kernel: Kernel) -> None:
     state = chat_state(kernel)
     assert state["card"]["line"].endswith("· ended: you wrote")
     assert state["kinds"][-1] in ("agent", "note")  # the last message was answered too
+
+
+def test_a_long_chat_is_followed_from_a_page_and_its_messages_read_whole(kernel: Kernel) -> None:
+    """The kernel follows a chat from a page of its last messages (here 3); `messages` still
+    gives all of them, the earlier ones read from the server page by page."""
+    code = (
+        "import conch_jupyter.widget.chat as widget_chat\n"
+        "from conch_jupyter.client import ConchClient\n"
+        "widget_chat.FOLLOW_PAGE = 3\n"
+        "with ConchClient.from_environment() as c:\n"
+        "    made = c.create_conversation('long one')['id']\n"
+        "w = widget_chat.ChatWidget(made)\n"
+        "for n in range(4):\n"
+        "    w.post(f'@Writer line {n}')\n"
+        "    await w.settled()\n"
+        "w2 = widget_chat.ChatWidget(made)\n"
+        "await w2.settled()\n"
+        "with ConchClient.from_environment() as c:\n"
+        "    whole = [m['id'] for m in c.conversation(made)['messages']]\n"
+        "    page = c.conversation(made, limit=3)\n"
+        "print(len(w2._chat.messages), w2._chat.earlier, page['earlier'],\n"
+        "      [m['id'] for m in w2.messages] == whole, len(whole))"
+    )
+    ran = kernel.run(code)
+    assert not ran.errors, ran.errors
+    followed, earlier, paged, same, count = ran.stdout.strip().splitlines()[-1].split()
+    assert (followed, earlier, paged, same) == ("3", "True", "True", "True")
+    assert int(count) >= 8
 
 
 def test_the_view_messages_go_through_one_dispatcher(kernel: Kernel) -> None:

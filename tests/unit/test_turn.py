@@ -109,7 +109,9 @@ async def test_a_reply_streams_live_is_kept_and_billed_from_the_providers_usage(
     assert (stored.id, stored.text, stored.agent, stored.round) == (
         reply.id, "Old pond, frog", writer.id, {"turn": 1},
     )  # fmt: skip
-    assert items[-1] == {"type": "message", "message": {**stored.to_json(), "name": "Writer"}}
+    # Its seq beside it: where a stream that resumes stands.
+    message = {**stored.to_json(), "name": "Writer"}
+    assert items[-1] == {"type": "message", "message": message, "seq": stored.seq}
     assert room.store.get_conversation(room.chat).agent == writer.id  # type: ignore[union-attr]
     (entry,) = room.store.spend_entries(room.chat)
     assert (entry.usd, entry.estimated, entry.input_tokens) == (3 + 2 * 2, False, 3)

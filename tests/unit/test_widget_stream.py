@@ -70,3 +70,21 @@ def test_a_new_snapshot_replaces_everything_and_unknown_items_are_not_kept() -> 
         "Old Name",
         "ghost",
     ]
+
+
+def test_a_stream_that_resumed_keeps_what_it_had_and_takes_the_live_parts() -> None:
+    chat = ChatStream()
+    chat.take(snapshot(messages=[{"id": "m1", "role": "user", "text": "hi"}], earlier=True))
+    assert chat.earlier is True
+    chat.take(delta("A pl"))
+    chat.take(message("m2"))  # missed while the stream was down, sent again on resuming
+    live = {
+        "round": {"speaker": "w"},
+        "roster": ROSTER,
+        "streaming": [{"reply": "r2", "agent": "w", "text": "So"}],
+    }
+    assert chat.take({"type": "resumed", "conversation": live}) == "items"
+    assert list(chat.messages) == ["m1", "m2"]
+    assert chat.streaming == {"r2": "w"}
+    assert chat.round == {"speaker": "w"}
+    assert [i["type"] for i in chat.items] == ["snapshot", "delta", "message", "resumed"]

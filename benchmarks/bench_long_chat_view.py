@@ -1,0 +1,100 @@
+"""A long chat in a real JupyterLab: how soon its last message is visible, and what the page
+holds, for a chat of 100 messages and one of 10,000 (issue 24; DESIGN.md "Long chats").
+
+The chats are written into the store before JupyterLab starts (tests/support/long_chats.py),
+each with its notebook's path, so `%conch` in that notebook shows it. JupyterLab runs as the
+browser tests run it (tests/support/lab.py), in Debian's chromium (Playwright). Measured:
+
+- first `%conch`: from the notebook drawn (its kernel idle) to the chat's last message visible,
+  running `%load_ext conch_jupyter` and `%conch`;
+- reopened: the notebook saved with the widget in it, opened on a new page (the kernel and its
+  widget live on): from the notebook drawn to the last message visible;
+- elements under the chat's root, and the page's JS heap once it is drawn.
+
+Prints; never asserts on speed.
+
+    .venv/bin/python -m benchmarks.bench_long_chat_view [--reopen 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+
+from hatch_build import build_view
+from tests.support.browser import chromium
+from tests.support.lab import Lab, notebook, open_notebook, run_all, running_lab
+from tests.support.long_chats import long_chat_file
+
+from ._machine import code_line, load_line, machine_line
+
+CHATS = {"100 messages": 50, "10,000 messages": 5_000}
+HEAP = "() => performance.memory ? performance.memory.usedJSHeapSize : 0"
+ELEMENTS = "() => document.querySelector('.conch-chat')?.querySelectorAll('*').length ?? 0"
+
+
+def last_visible(page: Page, exchanges: int) -> float:
+    """Seconds until the chat's last reply is visible, from now."""
+    start = time.monotonic()
+    last = page.locator(".conch-chat .conch-agent").filter(has_text=f"question {exchanges - 1}:")
+    expect(last.first).to_be_visible(timeout=120_000)
+    return time.monotonic() - start
+
+
+def one_chat(browser: Browser, lab: Lab, name: str, exchanges: int, reopen: int) -> None:
+    # A workspace of its own: the page opens this notebook only.
+    address = f"{lab.url}lab/workspaces/{name}/tree/{name}.ipynb?token={lab.token}"
+    page = open_notebook(browser, address)
+    run_all(page)
+    first = last_visible(page, exchanges)
+    elements, heap = page.evaluate(ELEMENTS), page.evaluate(HEAP)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_timeout(1500)
+    page.context.close()
+    again = []
+    for _ in range(reopen):
+        page = open_notebook(browser, address)
+        again.append(last_visible(page, exchanges))
+        page.context.close()
+    print(f"  first %conch: last message visible {first:.2f} s after the notebook was drawn")
+    print(
+        f"  reopened:     last message visible {statistics.median(again):.2f} s median"
+        f" (of {reopen}: {', '.join(f'{a:.2f}' for a in again)}) after the notebook was drawn"
+    )
+    print(f"  elements under the chat's root: {elements}; JS heap {heap / 1e6:.1f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reopen", type=int, default=3, help="reopened pages per chat")
+    args = parser.parse_args()
+    print(machine_line())
+    print(code_line())
+    build_view()
+    with tempfile.TemporaryDirectory(prefix="conch-bench-long-view-") as tmp:
+        root = Path(tmp)
+        (root / "work").mkdir()
+        (root / "conch").mkdir(mode=0o700)
+        names = {}
+        for label, exchanges in CHATS.items():
+            name = f"chat{exchanges}"
+            (root / "work" / f"{name}.ipynb").write_text(
+                notebook("%load_ext conch_jupyter", "%conch")
+            )
+            long_chat_file(root / "conch", exchanges, title=name, path=f"{name}.ipynb")
+            names[label] = name
+        with running_lab(root) as lab, chromium() as browser:
+            print(load_line())
+            for label, exchanges in CHATS.items():
+                print(f"\n{label}")
+                one_chat(browser, lab, names[label], exchanges, args.reopen)
+            print(load_line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""A long chat in a real JupyterLab (issue 24): 10,000 messages, written into the store before
+the server starts (tests/support/long_chats.py). `%conch` shows the notebook's chat: the view
+opens it from a page of its last messages (a few thousand elements, not ~95,000), scrolling up
+loads the pages before with the line being read kept in place, up to the first message, and a
+new round still streams and folds at the bottom. How fast is benchmarks/bench_long_chats.py's
+to say (printed, never asserted here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
+from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.long_chats import long_chat_file
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+EXCHANGES = 5_000  # 10,000 messages
+ELEMENTS = "() => document.querySelector('.conch-chat').querySelectorAll('*').length"
+# Scroll the log to its top (a scroll event when it was not there), and say whether the first
+# message of the chat is drawn.
+TO_THE_TOP = """() => {
+  const log = document.querySelector('.conch-chat .conch-log');
+  log.scrollTop = 0;
+  return log.textContent.includes('@Researcher question 0?');
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    need_chromium()
+    root = tmp_path_factory.mktemp("lab-long")
+    (root / "work").mkdir()
+    (root / "work" / "long.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    (root / "conch").mkdir(mode=0o700)
+    long_chat_file(root / "conch", EXCHANGES, title="long.ipynb", path="long.ipynb")
+    with running_lab(root) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as running:
+        yield running
+
+
+def test_a_long_chat_opens_from_its_last_page_and_scrolls_back_to_its_first_message(
+    browser: Browser, lab: Lab
+) -> None:
+    page = open_notebook(browser, f"{lab.url}lab/tree/long.ipynb?token={lab.token}")
+    console = Console(page)
+    drawn = time.monotonic()
+    run_all(page)
+    chat = page.locator(".conch-chat").first
+    last = chat.locator(".conch-agent").filter(has_text=f"question {EXCHANGES - 1}:")
+    expect(last).to_be_visible(timeout=60_000)
+    print(
+        f"\nthe last message visible {time.monotonic() - drawn:.2f} s after the notebook was drawn"
+    )
+    elements = page.evaluate(ELEMENTS)
+    print(f"elements under the chat's root: {elements}")
+    assert elements <= 5_000
+    chat.screenshot(path=screenshot_path("lab-long-chat"))
+
+    # One page up: what was the first item stays where it was, the page before above it.
+    log = chat.locator(".conch-log")
+    first_id, first_top = log.evaluate(
+        "log => { log.scrollTop = 0; const el = log.firstElementChild;"
+        " return [el.textContent, el.getBoundingClientRect().top]; }"
+    )
+    before = log.evaluate("log => log.children.length")
+    page.wait_for_function(
+        "n => document.querySelector('.conch-chat .conch-log').children.length > n", arg=before
+    )
+    page.wait_for_timeout(100)  # the draw after the page came
+    kept = log.evaluate(
+        "(log, text) => { const el = [...log.children].find((c) => c.textContent === text);"
+        " return el ? [el.getBoundingClientRect().top, log.scrollTop] : null; }",
+        first_id,
+    )
+    assert kept is not None
+    top, scrolled = kept
+    assert abs(top - first_top) <= 2, (top, first_top)
+    assert scrolled > 0  # the earlier page went in above what was being read
+
+    # Up to the first message of the chat.
+    start = time.monotonic()
+    page.wait_for_function(TO_THE_TOP, polling=100, timeout=240_000)
+    print(f"scrolled back to the first message in {time.monotonic() - start:.1f} s")
+    user = chat.locator(".conch-user").filter(has_text="@Researcher question 0?")
+    expect(user).to_have_count(1)  # drawn once: no page doubled
+
+    # A new round still streams and folds at the bottom.
+    box = chat.locator(".conch-input")
+    box.fill("@Writer one more line, please")
+    box.press("Enter")
+    card = chat.locator(".conch-round").last
+    expect(card).to_have_attribute("data-state", "folded", timeout=60_000)
+    expect(chat.locator(".conch-user").last).to_contain_text("one more line")
+    assert console.errors == []
+    page.context.close()
