@@ -1,0 +1,109 @@
+"""Keys typed in the view stay in the view (issue 23, item 1), in a real JupyterLab 4 and a real
+Notebook 7 in chromium, one light and one dark.
+
+The chat's box is focused, then Shift+Enter and the notebook's command-mode keys (`a`, `b`, `y`,
+`m`, `dd`, `s`) and Escape are pressed in it, as a person would: the notebook keeps its cells, their
+types and execution counts and is not saved; the box holds what was typed (Shift+Enter broke the
+line) and keeps the focus; Escape closes the @ list and leaves the focus in the box; Enter sends.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
+    chromium,
+    jp_asyncio_loop,
+    jp_server_cleanup,
+    need_chromium,
+    screenshot_path,
+)
+from ..support.lab import KERNEL_IDLE, Lab, notebook, open_notebook, run_all, running_lab, set_theme
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+NUMBERED = re.compile(r"^\[\d+\]:$")
+CELLS = ("%load_ext conch_jupyter\n%conch", "x = 1", "x + 1")
+
+# What the notebook is: each cell's type and execution count, and whether it has unsaved changes.
+SHAPE = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets.map(c => [c.model.type, c.model.executionCount ?? null]);
+  return {cells, dirty: panel.context.model.dirty};
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    need_chromium()
+    root = tmp_path_factory.mktemp("lab-keys")
+    (root / "work").mkdir()
+    (root / "work" / "keys.ipynb").write_text(notebook(*CELLS))
+    with running_lab(root) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    ("app", "dark"), [("lab/tree", False), ("notebooks", True)], ids=["jupyterlab", "notebook7"]
+)
+def test_keys_typed_in_the_box_never_reach_the_notebook(
+    browser: Browser, lab: Lab, app: str, dark: bool
+) -> None:
+    page = open_notebook(browser, f"{lab.url}{app}/keys.ipynb?token={lab.token}")
+    set_theme(page, dark)
+    run_all(page)
+    chat = page.locator(".conch-chat").first
+    expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
+    # The last cell has run (the kernel is the same for both apps, so its count is not known).
+    expect(page.locator(".jp-InputArea-prompt").nth(2)).to_have_text(NUMBERED, timeout=30_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=30_000)
+    before = page.evaluate(SHAPE)
+    assert [kind for kind, _ in before["cells"]] == ["code", "code", "code"]
+    assert before["dirty"], "running the cells changed the notebook, so `s` would save it"
+
+    box = chat.locator(".conch-input")
+    box.click()
+    box.type("first line")
+    box.press("Shift+Enter")
+    for key in ("a", "b", "y", "m", "d", "d", "s", "Escape"):
+        box.press(key)
+    expect(box).to_be_focused()
+    expect(box).to_have_value("first line\nabymdds")
+    pressed(page, before)
+
+    # The @ list: Escape closes it and leaves the focus in the box, and the notebook is as it was.
+    box.fill("")
+    box.type("@Re")
+    picker = chat.locator(".conch-mentions")
+    expect(picker).to_be_visible()
+    box.press("Escape")
+    expect(picker).to_be_hidden()
+    expect(box).to_be_focused()
+    expect(box).to_have_value("@Re")
+    pressed(page, before)
+
+    # Enter sends what the box holds, still without running a cell.
+    box.fill("hello from the keys test")
+    box.press("Enter")
+    expect(box).to_have_value("")
+    expect(chat.locator(".conch-log")).to_contain_text("hello from the keys test", timeout=15_000)
+    pressed(page, before)
+    chat.screenshot(path=screenshot_path(f"keys-{app.split('/')[0]}-{'dark' if dark else 'light'}"))
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+    page.context.close()
+
+
+def pressed(page: Page, before: dict[str, object]) -> None:
+    """The notebook after the keys: the same cells and counts, and still not saved."""
+    page.wait_for_timeout(300)  # a shortcut's command runs at once; give the page a beat anyway
+    assert page.evaluate(SHAPE) == before
