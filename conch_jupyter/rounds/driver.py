@@ -26,7 +26,7 @@ from ..core.files import StoreError
 from ..core.names import clashes
 from ..notebook.rules import NOTEBOOK_TOOLS
 from ..notebook.service import NotebookTools
-from ..store.chats import Conversation, Message, NotFound, Store
+from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (
     ROUND_END_WORDS,
@@ -52,7 +52,15 @@ from .live_chat import LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
-from .spend import Budget, loop_refusal, turn_refusal
+from .spend import (
+    Budget,
+    budget_json,
+    chat_limit_to_set,
+    loop_refusal,
+    month_json,
+    monthly_budget_to_set,
+    turn_refusal,
+)
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
@@ -129,12 +137,18 @@ class RoundService:
         room = self._room()
         names = room.names()
         clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
+        ledger = self.store.spend_entries(conversation_id)
+        costs = {e.message_id: e for e in ledger if e.message_id is not None}
         return {
             **conversation.to_json(),
             "spent_usd": round(self.store.spent(conversation_id), 6),
             # The ledger's rows; `estimated` marks a cut-off reply's cost that Conch counted.
-            "spend": [e.to_json() for e in self.store.spend_entries(conversation_id)],
-            "messages": [self.message_json(m, names) for m in self.store.messages(conversation_id)],
+            "spend": [e.to_json() for e in ledger],
+            "budget": self.budget_json(conversation_id),
+            "messages": [
+                self.message_json(m, names, costs.get(m.id))
+                for m in self.store.messages(conversation_id)
+            ],
             "events": [e.to_json() for e in self.store.events(conversation_id)],
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
@@ -156,11 +170,51 @@ class RoundService:
         chat = self._chats.get(conversation_id)
         return chat is not None and chat.runner is not None and not chat.runner.done()
 
-    def message_json(self, message: Message, names: dict[str, str]) -> dict[str, Any]:
+    def message_json(
+        self, message: Message, names: dict[str, str], cost: Spend | None = None
+    ) -> dict[str, Any]:
         data = message.to_json()
         if message.agent:
             data["name"] = names.get(message.agent, message.agent)
+        if cost is not None:  # a metered reply: its quiet line's tokens and cost
+            data["cost"] = {
+                "usd": round(cost.usd, 6),
+                "input_tokens": cost.input_tokens,
+                "output_tokens": cost.output_tokens,
+                "estimated": cost.estimated,
+            }
         return data
+
+    def budget_json(self, conversation_id: str, rnd: Round | None = None) -> dict[str, Any]:
+        """The chat's `budget`: the running round's spend (or `rnd`'s), the chat's and the
+        month's, each against its limit (DESIGN.md, "Cost in sight")."""
+        if rnd is None:
+            chat = self._chats.get(conversation_id)
+            now = chat.round if chat is not None and chat.visible else None
+            rnd = now if now is not None and now.ended is None else None
+        return budget_json(self.store, self.budget, conversation_id, self.clock(), rnd)
+
+    def publish_budget(self, conversation_id: str, rnd: Round | None = None) -> None:
+        """The chat's budget to its followers, once a turn has been billed (with its round's
+        spend, though the reply ended the round: the folded card may say it) or a limit set."""
+        budget = self.budget_json(conversation_id, rnd)
+        self.hub.publish(conversation_id, {"type": "budget", "budget": budget})
+
+    def month_json(self) -> dict[str, Any]:
+        """`GET /budget`: the month's spend against its budget, and by agent."""
+        return month_json(self.store, self.budget, self.clock(), self._room().names())
+
+    async def set_monthly_budget(self, usd: float | None) -> dict[str, Any]:
+        """The month's budget, as the user set it in Settings (None: the server's default)."""
+        await self.store.set_monthly_budget(monthly_budget_to_set(usd))
+        return self.month_json()
+
+    async def set_limit(self, conversation_id: str, usd: float | None) -> None:
+        """The chat's own spending limit, as the user set it in its header (None: the server's
+        default); the next turn goes by it."""
+        self._require(conversation_id)
+        await self.store.set_chat_limit(conversation_id, chat_limit_to_set(usd))
+        self.publish_budget(conversation_id)
 
     async def close(self) -> None:
         """End every runner; used when the server stops. Rounds are not resumed later."""
@@ -262,9 +316,11 @@ class RoundService:
         # Whether it ended, failed or was stopped, the reply is kept and billed (turn.py); after
         # a Stop the engine answers with the End it already decided.
         if reply.failure is not None:
+            self._billed(chat, reply)
             words = f"{agent.name} could not answer: {reply.failure}"
             return rnd.handle(ProviderFailed(agent.name, words))
         if chat.next is not None:  # the engine went on as the reply was stored (_ahead)
+            self._billed(chat, reply)  # the round counted it there
             if rnd.ended is not None or not isinstance(chat.next.decision, Speak):
                 done, chat.next = chat.next, None
                 if done.note is not None:  # stored, though a Stop came before its turn
@@ -272,7 +328,12 @@ class RoundService:
                 return rnd.ended or done.decision
             return chat.next.decision
         rnd.handle(SpendRecorded(reply.cost))
+        self._billed(chat, reply)
         return rnd.handle(ReplyEnded(agent.name, reply.text))
+
+    def _billed(self, chat: LiveChat, reply: Reply) -> None:
+        if reply.cost and chat.visible:  # what it cost is in the ledger: the view's totals too
+            self.publish_budget(chat.id, chat.round)
 
     def _ahead(
         self, chat: LiveChat, room: Room, agent: Agent, reply: Reply

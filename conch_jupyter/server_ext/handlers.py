@@ -20,7 +20,15 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .base import KERNEL_USER, ApiError, ConchHandler
-from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
+from .bodies import (
+    AgentIn,
+    AgentPatch,
+    BudgetPatch,
+    ConversationIn,
+    ConversationPatch,
+    MessageIn,
+    ToolAnswer,
+)
 
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
@@ -107,7 +115,7 @@ class ConversationsHandler(ConchHandler):
 
 
 class ConversationHandler(ConchHandler):
-    users_own = ("change how a chat runs code", "the chat's header")
+    users_own = ("change how a chat runs code or what it may spend", "the chat's header")
 
     @web.authenticated
     @authorized
@@ -118,8 +126,28 @@ class ConversationHandler(ConchHandler):
     @authorized
     async def patch(self, conversation_id: str) -> None:
         body = self.body(ConversationPatch)
-        await self.conch.tools.set_mode(conversation_id, body.mode)
+        if body.mode is not None:
+            await self.conch.tools.set_mode(conversation_id, body.mode)
+        if "limit_usd" in body.model_fields_set:
+            await self.conch.rounds.set_limit(conversation_id, body.limit_usd)
         self.reply(self.conch.rounds.conversation_json(conversation_id))
+
+
+class BudgetHandler(ConchHandler):
+    """The month's spend against its budget, by agent; the budget is set in Settings."""
+
+    users_own = ("change the month's budget", "Settings (%conch agents)")
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.conch.rounds.month_json())
+
+    @web.authenticated
+    @authorized
+    async def patch(self) -> None:
+        body = self.body(BudgetPatch)
+        self.reply(await self.conch.rounds.set_monthly_budget(body.monthly_usd))
 
 
 class ToolAnswerHandler(ConchHandler):
@@ -235,6 +263,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
     return [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
+        (r"conch/api/budget", BudgetHandler),
         (r"conch/api/conversations", ConversationsHandler),
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),

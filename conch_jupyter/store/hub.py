@@ -53,8 +53,11 @@ class Hub:
                 queue.get_nowait()
                 queue.put_nowait(None)
 
-    def message(self, message: Message, name: str | None = None) -> None:
-        """A stored message, to its chat's followers (`name`: the speaker's display name)."""
+    def message(
+        self, message: Message, name: str | None = None, cost: dict[str, Any] | None = None
+    ) -> None:
+        """A stored message, to its chat's followers (`name`: the speaker's display name;
+        `cost`: a metered reply's tokens and cost)."""
         if message.conversation_id not in self._followers:
             # Nobody to send it to: only what publishing it would remember (a reply stored
             # under its reply id no longer streams), without making the item.
@@ -63,6 +66,8 @@ class Hub:
         data = message.to_json()
         if name is not None:
             data["name"] = name
+        if cost is not None:
+            data["cost"] = cost
         self.publish(message.conversation_id, {"type": "message", "message": data})
 
     def draw_ahead(self, conversation_id: str, text: str) -> None:
