@@ -12,6 +12,7 @@
  */
 
 import { composer } from "./composer.js";
+import { chatSpend } from "./cost-views.js";
 import { h } from "./dom.js";
 import { StreamingReply, drawItem } from "./items.js";
 import { reconcile } from "./reconcile.js";
@@ -22,7 +23,7 @@ import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
  * @typedef {import("./chat-source.js").Source} Source
  */
 
-const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools"];
+const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools", "budget"];
 
 /**
  * @param {Model} model @param {HTMLElement} el
@@ -45,6 +46,7 @@ export function chatView(model, el, connect) {
     kernel: async (action) => (source.kernel ? source.kernel(action) : "Do this from JupyterLab or Notebook 7."),
   };
   const modes = modeSwitch(actions);
+  const spend = chatSpend(source.setLimit);
   const ctx = {
     /** @param {string} words */
     announce: (words) => {
@@ -58,7 +60,7 @@ export function chatView(model, el, connect) {
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": source.via },
-    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el),
+    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el, spend.el),
     problem,
     log,
     asks.el,
@@ -119,6 +121,7 @@ export function chatView(model, el, connect) {
       if (log.children[i] !== node) log.insertBefore(node, log.children[i] || null);
     });
     modes.draw(state.get("tools"));
+    spend.draw(state.get("budget"));
     asks.draw(state.get("tools"));
     stuckRun.draw(state.get("tools"));
     box.draw();

@@ -68,6 +68,8 @@ export function messageItem(item) {
       item.streaming && h("span", { class: "conch-typing", text: item.doing || "answering…" }),
     ),
     body(item),
+    // A metered reply's tokens and cost, quietly under it.
+    item.cost && h("div", { class: "conch-cost", text: item.cost }),
   );
 }
 
