@@ -23,13 +23,15 @@ export function chatSpend(setLimit) {
   const input = /** @type {HTMLInputElement} */ (
     h("input", { type: "number", step: "any", class: "conch-limit-input", "aria-label": "This chat's limit in dollars" })
   );
-  const form = h(
-    "form",
-    { class: "conch-limit-form", hidden: true, novalidate: true },
-    h("label", { text: "Limit $" }, input),
-    h("button", { type: "submit", class: "conch-button", text: "Set" }),
-    h("button", { type: "button", class: "conch-button conch-quiet", text: "Cancel", onclick: () => close() }),
-    said,
+  const form = /** @type {HTMLFormElement} */ (
+    h(
+      "form",
+      { class: "conch-limit-form", hidden: true, novalidate: true },
+      h("label", { text: "Limit $" }, input),
+      h("button", { type: "submit", class: "conch-button", text: "Set" }),
+      h("button", { type: "button", class: "conch-button conch-quiet", text: "Cancel", onclick: () => close() }),
+      said,
+    )
   );
   const open = h("button", {
     type: "button",
