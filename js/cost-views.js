@@ -8,7 +8,7 @@
  */
 
 import { h } from "./dom.js";
-import { spentWords } from "./words.js";
+import { dollars, spentWords } from "./words.js";
 
 /**
  * @typedef {{spent: number, limit: number | null}} Part
@@ -89,6 +89,83 @@ export function chatSpend(setLimit) {
     if (budget.month) line += ` · ${spentWords(budget.month)} this month`;
     if (words.textContent !== line) words.textContent = line;
     if (form.hidden) input.value = budget.chat.limit === null ? "" : String(budget.chat.limit);
+  }
+  return { el, draw };
+}
+
+/**
+ * Settings → Your agents: this month's spend against its budget, by agent, and the form that
+ * sets the budget (where Settings talk to the server themselves; through the kernel, the
+ * section is not drawn: the kernel's key may not change it).
+ * @param {(content: any) => void} act Settings' one way to act ({type: "budget.set", usd})
+ */
+export function monthSpend(act) {
+  const words = h("p", { class: "conch-month-words" });
+  const byAgent = h("ul", { class: "conch-month-agents", "aria-label": "This month by agent" });
+  const input = /** @type {HTMLInputElement} */ (
+    h("input", { type: "number", step: "any", class: "conch-limit-input", name: "monthly-usd", "aria-label": "This month's budget in dollars" })
+  );
+  const said = h("span", { class: "conch-spend-said", role: "status" });
+  const send = () => {
+    const text = input.value.trim();
+    const usd = text === "" ? null : Number(text);
+    if (usd !== null && !Number.isFinite(usd)) {
+      said.textContent = "Write the budget in dollars, like 20 (empty: the server's default).";
+      return;
+    }
+    said.textContent = "";
+    act({ type: "budget.set", usd });
+  };
+  const form = /** @type {HTMLFormElement} */ (
+    h(
+      "form",
+      {
+        class: "conch-limit-form conch-month-form",
+        novalidate: true,
+        onsubmit: (/** @type {Event} */ event) => {
+          event.preventDefault();
+          send();
+        },
+      },
+      h("label", { text: "Monthly budget $" }, input),
+      h("button", { type: "submit", class: "conch-button", text: "Set budget" }),
+      said,
+    )
+  );
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  const el = h(
+    "section",
+    { class: "conch-month", "aria-label": "This month's spend" },
+    h("h4", { class: "conch-form-title", text: "This month" }),
+    words,
+    byAgent,
+    form,
+  );
+  el.hidden = true;
+
+  /** @param {{month: Part, by_agent: {agent: string | null, name?: string | null, spent: number}[]} | null} budget @param {boolean} editing */
+  function draw(budget, editing) {
+    el.hidden = !budget;
+    if (!budget) return;
+    const line = `${spentWords(budget.month)} spent on metered agents this month (UTC), in every chat.`;
+    if (words.textContent !== line) words.textContent = line;
+    byAgent.replaceChildren(
+      ...budget.by_agent.map((row) =>
+        h(
+          "li",
+          { class: "conch-small" },
+          h("span", { text: row.name || row.agent || "an agent removed since" }),
+          h("span", { text: ` ${dollars(row.spent)}` }),
+        ),
+      ),
+    );
+    form.hidden = !editing;
+    if (document.activeElement !== input) input.value = budget.month.limit === null ? "" : String(budget.month.limit);
   }
   return { el, draw };
 }

@@ -11,6 +11,7 @@
  */
 
 import { confirmButton, field } from "./controls.js";
+import { monthSpend } from "./cost-views.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { outsideSection } from "./settings-outside.js";
@@ -165,14 +166,16 @@ export function settingsView(source, el) {
     tabButtons[next].focus();
   });
 
-  // Your agents.
+  // Your agents, and what the metered ones cost this month (cost-views.js).
   const form = agentForm(source.act);
+  const month = monthSpend(source.act);
   panels.agents.append(
     h("p", { class: "conch-muted", text: "Mention an agent with @ and its name to start a round." }),
     problems.agents,
     lists.agents,
     h("button", { type: "button", class: "conch-button conch-add", text: "Add an agent", onclick: () => form.open(null) }),
     form.el,
+    month.el,
   );
 
   // Outside agents (settings-outside.js).
@@ -242,7 +245,7 @@ export function settingsView(source, el) {
             h(
               "span",
               { class: "conch-small" },
-              [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(" · ") +
+              [...new Set([agent.provider?.kind, agent.provider?.model].filter(Boolean))].join(" · ") +
                 (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
                 (agent.has_key ? " · key kept" : ""),
             ),
@@ -375,6 +378,7 @@ export function settingsView(source, el) {
     readOnly.textContent = readOnlyWords;
     root.classList.toggle("is-read-only", Boolean(readOnlyWords));
     drawAgents();
+    month.draw(source.state.get("budget") || null, !readOnlyWords);
     outside.draw();
     drawPairings();
   }
@@ -392,7 +396,7 @@ export function settingsView(source, el) {
     }
   }
 
-  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only"];
+  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only", "budget"];
   for (const name of traits) source.state.on(`change:${name}`, draw);
   const unlisten = source.listen(onMessage);
   draw();

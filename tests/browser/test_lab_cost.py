@@ -41,7 +41,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, models: ScriptedModels) -> Ite
     need_chromium()
     root = tmp_path_factory.mktemp("lab-cost")
     (root / "work").mkdir()
-    (root / "work" / "cost.ipynb").write_text(notebook("%load_ext conch_jupyter\n%conch"))
+    cells = ("%load_ext conch_jupyter\n%conch", "%conch agents")
+    (root / "work" / "cost.ipynb").write_text(notebook(*cells))
     with running_lab(root) as running:
         with running.client() as http:
             provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}
@@ -105,6 +106,26 @@ def test_the_cost_lines_and_a_limit_set_in_the_header(
     )
     assert len(models.requests) == 1  # the second turn never reached the model
     chat.screenshot(path=screenshot_path("lab-cost-light"))
+
+    # Settings: the month against its budget, by agent, and the budget set there.
+    settings = page.locator(".conch-settings").first
+    budget = settings.get_by_label("This month's budget in dollars")
+    expect(budget).to_have_value("50")
+    budget.fill("-5")
+    budget.press("Enter")
+    expect(settings.locator(".conch-problem").first).to_have_text(
+        "The month's budget must be between $0 and $10,000."
+    )
+    budget.fill("0.5")
+    settings.get_by_role("button", name="Set budget").click()
+    expect(settings.locator(".conch-month-words")).to_have_text(
+        "$0.02 of $0.50 spent on metered agents this month (UTC), in every chat."
+    )
+    expect(settings.locator(".conch-month-agents li")).to_have_text(["Bot $0.02"])
+    expect(settings.locator(".conch-problem").first).to_be_hidden()
+    # Said once: an offline agent's kind and model are the same word.
+    expect(settings.locator(".conch-row .conch-small").first).to_have_text("offline · not metered")
+    settings.screenshot(path=screenshot_path("lab-settings-month"))
     set_theme(page, dark=True)
     chat.screenshot(path=screenshot_path("lab-cost-dark"))
     set_theme(page, dark=False)
@@ -118,7 +139,7 @@ def test_notebook_7_shows_the_same_cost_lines(browser: Browser, lab: Lab) -> Non
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
     expect(chat.locator(".conch-spend-words")).to_have_text(
-        "$0.02 of $0.02 this chat · $0.02 of $50.00 this month"
+        "$0.02 of $0.02 this chat · $0.02 of $0.50 this month"
     )
     expect(chat.locator(".conch-cost").first).to_have_text("1k tokens in · 10k out · $0.02")
     chat.screenshot(path=screenshot_path("notebook7-cost-dark"))
