@@ -41,7 +41,7 @@ async function reachable(probe) {
  * Shift+Enter breaks the line (`breakLine`).
  * @param {HTMLElement} el
  */
-export function keepKeys(el) {
+function keepKeys(el) {
   el.setAttribute("data-lm-suppress-shortcuts", "true");
   el.addEventListener("keydown", breakLine);
 }
