@@ -26,6 +26,18 @@ import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
 const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools", "budget"];
 
 /**
+ * "Nothing here yet. Write a message below: type @ to choose who answers (Researcher or Writer),
+ * or just write and one of them answers."
+ * @param {import("./mentions.js").Mention[]} mentions
+ */
+export function emptyWords(mentions) {
+  const ours = mentions.filter((m) => !m.outside).map((m) => m.name);
+  if (!ours.length) return "Nothing here yet. Add an agent in Settings (%conch agents), then write to it here.";
+  const who = ours.length === 1 ? ours[0] : `${ours.slice(0, -1).join(", ")} or ${ours[ours.length - 1]}`;
+  return `Nothing here yet. Write a message below: type @ to choose who answers (${who}), or just write and ${ours.length === 1 ? "it answers" : "one of them answers"}. Enter sends.`;
+}
+
+/**
  * @param {Model} model @param {HTMLElement} el
  * @param {(refused: (text: string) => void) => Source} connect
  */
@@ -33,6 +45,8 @@ export function chatView(model, el, connect) {
   const title = h("span", { class: "conch-title" });
   const problem = h("div", { class: "conch-problem", role: "alert", hidden: true });
   const log = h("ol", { class: "conch-log", "aria-label": "Chat" });
+  // An empty chat's first-use hint: who can answer, and how to ask them.
+  const empty = h("p", { class: "conch-empty", hidden: true });
   const status = h("div", { class: "conch-sr-only", role: "status", "aria-live": "polite" });
   /** @type {Source} */
   let source;
@@ -62,6 +76,7 @@ export function chatView(model, el, connect) {
     { class: "conch conch-chat", "data-source": source.via },
     h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el, spend.el),
     problem,
+    empty,
     log,
     asks.el,
     stuckRun.el,
@@ -114,6 +129,8 @@ export function chatView(model, el, connect) {
       return entry.el;
     });
     const live = state.get("live");
+    empty.hidden = order.length > 0 || Boolean(live);
+    if (!empty.hidden) empty.textContent = emptyWords(state.get("mentions") || []);
     if (live) order.push(streaming.show(live));
     else streaming.clear();
     // Move only what is out of place: moving a node would restart its animations.

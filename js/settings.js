@@ -209,7 +209,12 @@ export function settingsView(source, el) {
     },
     h("h4", { class: "conch-form-title", text: "Pair an agent" }),
     choices,
-    h("label", { class: "conch-check" }, remote, h("span", { text: "It runs on another computer (this turns on “From your own address” for other apps)" })),
+    h(
+      "label",
+      { class: "conch-check" },
+      remote,
+      h("span", { text: "The other agent runs on another computer (it comes in over HTTPS, once the server lets remote agents in)" }),
+    ),
     h("div", { class: "conch-actions" }, h("button", { type: "submit", class: "conch-button", text: "Pair" })),
   );
   panels.pairings.append(
@@ -338,7 +343,8 @@ export function settingsView(source, el) {
     once.replaceChildren(
       h("strong", { text: "Give this to the other agent. It is shown only this once." }),
       block,
-      h("div", { class: "conch-small" }, h("span", { text: "Address: " }), h("code", { text: made.address || "" })),
+      // The paste holds the address already: said again only when there is no paste.
+      ...(made.paste ? [] : [h("div", { class: "conch-small" }, h("span", { text: "Address: " }), h("code", { text: made.address || "" }))]),
       ...(made.note ? [h("p", { class: "conch-small", text: made.note })] : []),
       h(
         "div",

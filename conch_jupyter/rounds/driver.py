@@ -49,7 +49,7 @@ from .engine import (
 )
 from .history import HISTORY_MESSAGES, Said, system_prompt
 from .live_chat import LiveChat, NextTurn, Room
-from .mentions import read_mentions, unclear_note
+from .mentions import read_mentions, unclear_note, unknown_mentions, unknown_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
 from .spend import (
@@ -259,10 +259,17 @@ class RoundService:
         named = mentions.named
         if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
             await self._note(chat.id, unclear_note(mentions.unclear))
+        unknown = unknown_mentions(message.text, (*roster.ours, *roster.outside))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
+            if unknown:
+                await self._note(chat.id, unknown_note(unknown, None, ""))
         else:
             agent = self._chat_agent(chat.id, room.agents)
+            if unknown:  # "@Nobody …": said, not silently sent to the chat's agent
+                last = self._require(chat.id).agent == agent.id
+                why = "the last to answer in this chat" if last else "your first agent"
+                await self._note(chat.id, unknown_note(unknown, agent.name, why))
             chat.round, chat.visible = (
                 Round(named=[agent.name], roster=roster, handing_on=False),
                 False,

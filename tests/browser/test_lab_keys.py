@@ -71,6 +71,14 @@ def test_keys_typed_in_the_box_never_reach_the_notebook(
     assert [kind for kind, _ in before["cells"]] == ["code", "code", "code"]
     assert before["dirty"], "running the cells changed the notebook, so `s` would save it"
 
+    hint = chat.locator(".conch-empty")
+    if app == "lab/tree":  # the first page to open it: the chat is empty, and says how to begin
+        expect(hint).to_have_text(
+            "Nothing here yet. Write a message below: type @ to choose who answers "
+            "(Researcher or Writer), or just write and one of them answers. Enter sends."
+        )
+    else:
+        expect(hint).to_be_hidden()
     box = chat.locator(".conch-input")
     box.click()
     box.type("first line")
@@ -98,6 +106,21 @@ def test_keys_typed_in_the_box_never_reach_the_notebook(
     expect(box).to_have_value("")
     expect(chat.locator(".conch-log")).to_contain_text("hello from the keys test", timeout=15_000)
     pressed(page, before)
+    expect(hint).to_be_hidden()
+    if app == "notebooks":
+        # A mention of an agent nobody has is answered in words (issue 23, item 6), and a round
+        # of one agent draws a small card: its line, no stage of faces.
+        box.fill("@Nobody are you there?")
+        box.press("Enter")
+        expect(chat.locator(".conch-note").last).to_have_text(
+            re.compile(r"No agent here is called @Nobody, so \w+ answered instead"), timeout=15_000
+        )
+        box.fill("@Writer one line, please")
+        box.press("Enter")
+        card = chat.locator(".conch-round").last
+        expect(card).to_have_class(re.compile(r"\bis-solo\b"), timeout=15_000)
+        expect(card.locator(".conch-stage")).to_be_hidden()
+        expect(card).to_have_attribute("data-state", "folded", timeout=30_000)
     chat.screenshot(path=screenshot_path(f"keys-{app.split('/')[0]}-{'dark' if dark else 'light'}"))
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
     page.context.close()
