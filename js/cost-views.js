@@ -19,7 +19,7 @@ import { dollars, spentWords } from "./words.js";
 /** @param {SetLimit | undefined} setLimit */
 export function chatSpend(setLimit) {
   const words = h("span", { class: "conch-spend-words" });
-  const said = h("span", { class: "conch-spend-said", role: "status" });
+  const said = h("span", { class: "conch-spend-said", "aria-live": "polite" });
   const input = /** @type {HTMLInputElement} */ (
     h("input", { type: "number", step: "any", class: "conch-limit-input", "aria-label": "This chat's limit in dollars" })
   );
@@ -105,7 +105,7 @@ export function monthSpend(act) {
   const input = /** @type {HTMLInputElement} */ (
     h("input", { type: "number", step: "any", class: "conch-limit-input", name: "monthly-usd", "aria-label": "This month's budget in dollars" })
   );
-  const said = h("span", { class: "conch-spend-said", role: "status" });
+  const said = h("span", { class: "conch-spend-said", "aria-live": "polite" });
   const send = () => {
     const text = input.value.trim();
     const usd = text === "" ? null : Number(text);
