@@ -158,6 +158,9 @@ export class ChatState {
         this.busy = true;
         return "live";
       }
+      case "roster": // agents or outside agents were added, renamed or removed (anywhere)
+        this.names.learn(item.roster);
+        return "items";
       case "budget": // a turn was billed, or a limit set
         this.spend(item.budget);
         return "items";

@@ -136,7 +136,6 @@ class RoundService:
         conversation = self._require(conversation_id, origins=("user", "peer"))
         room = self._room()
         names = room.names()
-        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         ledger = self.store.spend_entries(conversation_id)
         costs = {e.message_id: e for e in ledger if e.message_id is not None}
         return {
@@ -153,17 +152,28 @@ class RoundService:
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
-            # Who is who, so a view needs no other call to name everyone (issue 10); an outside
-            # agent's name that clashes with one of yours names yours (the @ picker holds it back).
-            "roster": {
-                "agents": [{"id": a.id, "name": a.name} for a in room.agents],
-                "outside": [
-                    {"id": i, "name": n, "clashes_with": clashing.get(n)}
-                    for n, i in room.outside.items()
-                ],
-            },
+            # Who is who, so a view needs no other call to name everyone (issue 10).
+            "roster": self.roster_json(room),
             "streaming": self.hub.streaming(conversation_id),
         }
+
+    def roster_json(self, room: Room | None = None) -> dict[str, Any]:
+        """Your agents and outside agents by id and name; an outside agent's name that clashes
+        with one of yours names yours (the @ picker holds it back)."""
+        room = room or self._room()
+        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
+        return {
+            "agents": [{"id": a.id, "name": a.name} for a in room.agents],
+            "outside": [
+                {"id": i, "name": n, "clashes_with": clashing.get(n)}
+                for n, i in room.outside.items()
+            ],
+        }
+
+    def names_changed(self) -> None:
+        """Agents or outside agents were added, renamed or removed: every followed chat hears
+        the roster (a `roster` item), so every open view's @ list offers the names at once."""
+        self.hub.everyone({"type": "roster", "roster": self.roster_json()})
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""

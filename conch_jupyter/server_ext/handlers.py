@@ -57,6 +57,7 @@ class AgentsHandler(ConchHandler):
             price=body.price.model_dump() if body.price else None,
             api_key=body.provider.api_key,
         )
+        self.conch.rounds.names_changed()
         self.reply(agent.to_public(), 201)
 
 
@@ -83,12 +84,14 @@ class AgentHandler(ConchHandler):
             if "api_key" in body.provider.model_fields_set:
                 changes["api_key"] = body.provider.api_key or ""
         agent = self.conch.agents.update(agent_id, **changes)
+        self.conch.rounds.names_changed()
         self.reply(agent.to_public())
 
     @web.authenticated
     @authorized
     def delete(self, agent_id: str) -> None:
         self.conch.agents.delete(agent_id)
+        self.conch.rounds.names_changed()
         self.set_status(204)
         self.finish()
 

@@ -35,6 +35,12 @@ class Hub:
         self._remember(conversation_id, item)
         self._send(conversation_id, item)
 
+    def everyone(self, item: Item) -> None:
+        """An item for every chat someone follows (who is who changed: an agent or an outside
+        agent added, renamed or removed), so every open view offers the names at once."""
+        for conversation_id in [c for c, queues in self._followers.items() if queues]:
+            self._send(conversation_id, item)
+
     def delta(self, conversation_id: str, reply_id: str, agent_id: str, text: str) -> None:
         """A piece of a reply as it streams: kept for the next snapshot, and sent to the chat's
         followers. The hot path of every reply, so the item is only made for a follower."""

@@ -19,7 +19,7 @@ Item = dict[str, Any]
 Change = Literal["items", "delta", ""]
 
 # The kinds of item the view takes (keepalives and anything unknown are not passed on).
-KINDS = {"snapshot", "message", "event", "round", "delta", "working", "stuck"}
+KINDS = {"snapshot", "message", "event", "round", "delta", "working", "stuck", "roster", "budget"}
 
 
 @dataclass
@@ -49,11 +49,7 @@ class ChatStream:
             replies = chat.get("streaming", [])
             self.streaming = {str(r["reply"]): str(r.get("agent")) for r in replies}
             self.round = chat.get("round")
-            roster = chat.get("roster")
-            if roster is not None:
-                # Your agent's name wins over an outside agent's with the same id (as the view's).
-                everyone = [*roster.get("outside", []), *roster.get("agents", [])]
-                self.names = {str(a["id"]): str(a["name"]) for a in everyone}
+            self._roster(chat.get("roster"))
             return "items"
         if kind == "delta":
             reply = str(item.get("reply"))
@@ -75,7 +71,15 @@ class ChatStream:
             self.events.add(int(item["event"]["seq"]))
         elif kind == "round":
             self.round = item.get("round")
+        elif kind == "roster":  # agents added, renamed or removed since the snapshot
+            self._roster(item.get("roster"))
         return "items"
+
+    def _roster(self, roster: Item | None) -> None:
+        if roster is not None:
+            # Your agent's name wins over an outside agent's with the same id (as the view's).
+            everyone = [*roster.get("outside", []), *roster.get("agents", [])]
+            self.names = {str(a["id"]): str(a["name"]) for a in everyone}
 
     def name(self, agent_id: str) -> str:
         return self.names.get(agent_id) or self.heard.get(agent_id) or agent_id

@@ -235,3 +235,17 @@ test("dollars and spend against a limit, in words", async () => {
   assert.equal(spentWords({ spent: 0.42, limit: 5 }), "$0.42 of $5.00");
   assert.equal(spentWords({ spent: 0.42, limit: null }), "$0.42 · no limit");
 });
+
+test("a roster item teaches the picker names added, renamed or removed elsewhere", () => {
+  const c = chat();
+  assert.deepEqual(
+    c.state.names.mentions().map((m) => m.name),
+    ["Researcher", "Writer", "Helper"],
+  );
+  const changed = c.state.take({ type: "roster", roster: { agents: [...roster.agents, { id: "fox", name: "Fox" }], outside: [] } });
+  assert.equal(changed, "items");
+  assert.deepEqual(
+    c.state.names.mentions().map((m) => m.name),
+    ["Researcher", "Writer", "Fox"],
+  );
+});

@@ -108,6 +108,16 @@ def test_keys_typed_in_the_box_never_reach_the_notebook(
     pressed(page, before)
     expect(hint).to_be_hidden()
     if app == "notebooks":
+        # An agent added elsewhere (another page, the API) is offered at once, no reload.
+        with lab.client() as http:
+            added = http.post(f"{lab.url}conch/api/agents", json={"name": "Foxglove"})
+            assert added.status_code == 201, added.text
+        box.fill("")
+        box.type("@Fox")
+        expect(chat.locator(".conch-mention .conch-mention-name")).to_have_text(
+            ["Foxglove"], timeout=5_000
+        )
+        box.press("Escape")
         # A mention of an agent nobody has is answered in words (issue 23, item 6), and a round
         # of one agent draws a small card: its face and its line, no room for arcs.
         box.fill("@Nobody are you there?")
