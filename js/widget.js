@@ -11,6 +11,7 @@
 
 import { directChat, relayedChat } from "./chat-source.js";
 import { chatView } from "./chat-view.js";
+import { oneChat } from "./one-chat.js";
 import { ServerApi, pageServer } from "./server.js";
 import { settingsView } from "./settings.js";
 import { directSettings, relayedSettings } from "./settings-source.js";
@@ -72,7 +73,8 @@ async function render({ model, el }) {
   }
   const id = String(model.get("conversation_id") || "");
   const api = id ? await reachable(`conversations/${encodeURIComponent(id)}`) : null;
-  return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
+  // One chat per page: drawn in full once; every other output of it is one line (one-chat.js).
+  return oneChat(id, el, () => chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model))));
 }
 
 export default { render };

@@ -29,6 +29,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 NUMBERED = re.compile(r"^\[\d+\]:$")
 CELLS = ("%load_ext conch_jupyter\n%conch", "x = 1", "x + 1")
 
+# Three outputs of the same chat, one with a run that asks for a yes (issue 23, item 4).
+ONE_CHAT = (
+    "%load_ext conch_jupyter\n%conch",
+    "%%conch\n@Writer please run this:\n```python\nmade_in_one_place = 7\n```",
+    "from conch_jupyter.widget import this_chat\nthis_chat()",
+)
+
 # What the notebook is: each cell's type and execution count, and whether it has unsaved changes.
 SHAPE = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -43,6 +50,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("lab-keys")
     (root / "work").mkdir()
     (root / "work" / "keys.ipynb").write_text(notebook(*CELLS))
+    (root / "work" / "one.ipynb").write_text(notebook(*ONE_CHAT))
     with running_lab(root) as running:
         yield running
 
@@ -141,3 +149,39 @@ def pressed(page: Page, before: dict[str, object]) -> None:
     """The notebook after the keys: the same cells and counts, and still not saved."""
     page.wait_for_timeout(300)  # a shortcut's command runs at once; give the page a beat anyway
     assert page.evaluate(SHAPE) == before
+
+
+def test_a_notebook_draws_its_chat_once_and_every_other_output_points_there(
+    browser: Browser, lab: Lab
+) -> None:
+    page = open_notebook(browser, f"{lab.url}lab/tree/one.ipynb?token={lab.token}")
+    run_all(page)
+    chats = page.locator(".conch-chat")
+    expect(chats.first).to_have_attribute("data-source", "server", timeout=60_000)
+    lines = page.locator(".conch-elsewhere")
+    expect(lines).to_have_count(2, timeout=30_000)
+    expect(chats).to_have_count(1)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    expect(cells.nth(0).locator(".conch-chat")).to_have_count(1)
+    expect(lines.last).to_contain_text(
+        re.compile(r"^This notebook's chat is drawn in the output of cell \[\d+\], live")
+    )
+    # The pending run asks in one place only.
+    approval = page.locator(".conch-approval")
+    expect(approval).to_have_count(1, timeout=60_000)
+    # "Go to the chat" takes you there, into its box.
+    lines.last.get_by_role("button", name="Go to the chat").click()
+    expect(chats.first.locator(".conch-input")).to_be_focused()
+    # The full chat's cell run again: its output goes, the next output draws the chat in full,
+    # and the fresh output of the first cell folds to a line.
+    page.wait_for_function(KERNEL_IDLE, timeout=30_000)
+    cells.nth(0).locator(".jp-InputArea-prompt").click()
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+    expect(cells.nth(1).locator(".conch-chat")).to_have_count(1, timeout=30_000)
+    expect(cells.nth(0).locator(".conch-elsewhere")).to_have_count(1, timeout=30_000)
+    expect(chats).to_have_count(1)
+    expect(page.locator(".conch-approval")).to_have_count(1)
+    page.locator(".conch-approval").get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator(".conch-tool").first).to_have_attribute("data-state", "ran", timeout=60_000)
+    page.screenshot(path=screenshot_path("lab-one-chat"))
+    page.context.close()
