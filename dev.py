@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The project's two commands, with all their set-up, on a machine that has only Python 3.10+.
 
-    python3 dev.py lab     JupyterLab with Conch and the demo notebook (offline default)
+    python3 dev.py lab     JupyterLab with Conch on a copy of the demo notebook (offline default)
     python3 dev.py test    the whole test suite (installs what it needs, Chromium included)
 
 Both make a virtual environment in .venv and install the project into it (again only when
@@ -75,18 +75,36 @@ def ensure_chromium() -> None:
         )
 
 
-def lab(args: list[str]) -> int:
-    ensure_venv("lab")
-    ensure_view()
-    say("starting JupyterLab with Conch; the demo notebook opens on the offline agents")
+# Where `dev.py lab` works: a copy of the demo (running it changes it: outputs, answers), so
+# the tracked notebooks/demo.ipynb stays as it is. Kept between runs; delete it for a fresh one.
+WORK = ROOT / ".conch-lab"
+
+
+def lab_command(args: list[str], *, root: bool) -> list[str]:
+    """`jupyter lab` on the copy of the demo; as root too (Jupyter asks for --allow-root then),
+    without the update check's news."""
     command = [
         str(BIN / "jupyter"),
         "lab",
-        "--ServerApp.root_dir=" + str(ROOT),
-        "notebooks/demo.ipynb",
-        *args,
+        "--ServerApp.root_dir=" + str(WORK),
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
-    return subprocess.call(command, cwd=ROOT)
+    if root:
+        command.append("--allow-root")
+    return [*command, "demo.ipynb", *args]
+
+
+def lab(args: list[str]) -> int:
+    ensure_venv("lab")
+    ensure_view()
+    WORK.mkdir(exist_ok=True)
+    demo = WORK / "demo.ipynb"
+    if not demo.exists():
+        shutil.copyfile(ROOT / "notebooks" / "demo.ipynb", demo)
+        say(f"copied notebooks/demo.ipynb to {WORK.name}/demo.ipynb: the repository stays as it is")
+    say(f"starting JupyterLab with Conch on {WORK.name}/demo.ipynb (the offline agents)")
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return subprocess.call(lab_command(args, root=root), cwd=WORK)
 
 
 # `python3 dev.py test --quick`: the tests that need no Jupyter server, for the edit loop.

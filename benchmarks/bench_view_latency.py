@@ -26,9 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_stream_latency import StampedModels, script
-
 from ._machine import code_line, load_line, machine_line, summarize
+from .bench_stream_latency import StampedModels, script
 
 REPO = Path(__file__).resolve().parent.parent
 

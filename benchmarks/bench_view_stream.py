@@ -52,29 +52,35 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
   const blob = new Blob([source], {type: "text/javascript"});
   const view = (await import(URL.createObjectURL(blob))).default;
   const handlers = {};
-  const state = {view: "chat", title: "bench", items: [], live: null, mentions: [],
-                 round_running: true, notice: "", problem: ""};
+  // The chat as the kernel relays it (no server behind this page): a snapshot in the `stream`
+  // trait, then each chunk of the reply as a custom message, fed to the view's own timeline.
+  const snapshot = {type: "snapshot", conversation: {title: "bench", messages: [], events: [],
+    roster: {agents: [{id: "w", name: "Writer"}], outside: []},
+    round: {speaker: "w", replies: 0, limit: 8}}};
+  const state = {view: "chat", conversation_id: "", stream: [snapshot], notice: "", problem: ""};
   const model = {
     get: (k) => state[k], set() {}, save_changes() {}, send() {},
     on: (e, cb) => (handlers[e] ||= []).push(cb), off() {},
   };
+  const fire = (name, ...args) => { for (const cb of handlers[name] || []) cb(...args); };
   await view.render({model, el: document.getElementById("root")});
-  const tick = () => new Promise((done) => queueMicrotask(done));
-  // Now: the live item's text grows and the view appends the new words.
+  // The timeline folds a chunk in a microtask, and the view draws in the next one.
+  const tick = () => new Promise((done) => setTimeout(done, 0));
+  // Now: each chunk reaches the view, which appends its words to the streaming reply.
   window.now = async (chunks) => {
-    let text = "", spent = 0;
+    let spent = 0;
+    const reply = "r" + Math.random();
     for (const chunk of chunks) {
-      text += chunk;
       const t0 = performance.now();
-      state.live = {kind: "agent", id: "r" + chunks.length, agent: "w", name: "Writer",
-                    place: "turn 1", text, streaming: true};
-      for (const cb of handlers["change:live"]) cb();
-      await tick();
+      fire("msg:custom", {type: "item", item: {type: "delta", reply, agent: "w", text: chunk}});
+      await new Promise((done) => queueMicrotask(done));
+      await new Promise((done) => queueMicrotask(done));
+      await new Promise((done) => queueMicrotask(done));
       document.body.offsetHeight;  // layout, as the frame would do it
       spent += performance.now() - t0;
     }
-    state.live = null;
-    for (const cb of handlers["change:live"]) cb();
+    if (!document.querySelector(".conch-streaming-text")?.textContent) throw new Error("not drawn");
+    fire("change:stream");  // the snapshot again: the reply is gone, nothing kept between runs
     await tick();
     return spent;
   };

@@ -8,12 +8,16 @@
     %conch outside          outside agents       (Settings)
     %conch pairings         agents that can talk to yours (Settings)
 
-A mistake is said in words, never as a traceback: in the cell (no server, an empty message) or
-on the chat itself (a message the server refuses, as the composer would show it).
+A question is a message: `%conch @Researcher what is in this notebook?` is sent as written, not
+read as IPython's `notebook?` help (`questions_sent`, an input transformer the extension adds).
+What it says is normal output (`%conch stop`: "Stopped the round."); a mistake is said in words,
+never as a traceback, on stderr: in the cell (no server, an empty message) or on the chat itself
+(a message the server refuses, as the composer would show it).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -30,7 +34,38 @@ def show(thing: object) -> None:
 
 
 def say(words: str) -> None:
+    """A mistake, in words (stderr: the cell shows it as a problem, with no traceback)."""
     print(words, file=sys.stderr)
+
+
+def tell(words: str) -> None:
+    """What a command did, as the cell's normal output."""
+    print(words)
+
+
+# `%conch <words>?` on a line of its own (indented or not): IPython's help syntax would read the
+# trailing `?` as "show the help of the last word". `%conch?` (no words) stays IPython's help.
+QUESTION = re.compile(r"^(?P<indent>[ \t]*)%conch[ \t]+(?P<words>\S.*\?)[ \t]*$")
+
+
+def questions_sent(lines: list[str]) -> list[str]:
+    """An IPython input transformer (`input_transformers_cleanup`, which runs before the help
+    syntax is read): each `%conch … ?` line becomes the magic's call with its words as written.
+    A cell magic's cell (`%%…` first) is left as it is: its body is the magic's own text."""
+    first = next((line for line in lines if line.strip()), "")
+    if first.lstrip().startswith("%%"):
+        return lines
+    out: list[str] = []
+    for n, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        found = QUESTION.match(body)
+        continued = n > 0 and lines[n - 1].rstrip("\r\n").endswith("\\")
+        if found is None or continued:
+            out.append(line)
+            continue
+        call = f"get_ipython().run_line_magic('conch', {found['words'].strip()!r})"
+        out.append(found["indent"] + call + line[len(body) :])
+    return out
 
 
 @magics_class
@@ -64,7 +99,7 @@ def run(line: str, cell: str | None = None) -> None:
             from .widget.chat import this_chat_id
 
             stopped = client.stop(this_chat_id(client))
-        say("Stopped the round." if stopped else "No round is running.")
+        tell("Stopped the round." if stopped else "No round is running.")
     elif not word:
         from .widget import this_chat
 
@@ -88,3 +123,6 @@ def send(text: str) -> None:
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(ConchMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if questions_sent not in cleanup:  # %load_ext twice, or %reload_ext: added once
+        cleanup.append(questions_sent)

@@ -34,6 +34,7 @@ import { EARLIER_PAGE, VIEW_PAGE } from "./window.js";
  *   state: Store, via: "server" | "kernel",
  *   send(text: string): void, stop(): void, close(): void,
  *   earlier?: () => Promise<boolean>,
+ *   setLimit?: import("./cost-views.js").SetLimit,
  * } & Partial<import("./tool-views.js").ToolActions>} Source
  * @typedef {{chat: ChatState, state: Store, take(item: Item): void, redraw(): void}} Fed
  */
@@ -52,7 +53,7 @@ function toolView(chat) {
  */
 export function fedChat({ tools }) {
   const chat = new ChatState();
-  const state = new Store({ title: "", items: [], live: null, round_running: false, mentions: [], notice: "", problem: "" });
+  const state = new Store({ title: "", items: [], live: null, round_running: false, mentions: [], notice: "", problem: "", budget: null });
   let itemsChanged = false;
   let liveChanged = false;
   const flush = () => {
@@ -62,6 +63,7 @@ export function fedChat({ tools }) {
         round_running: chat.round !== null,
         mentions: chat.names.mentions(),
         title: chat.title.split("/").pop() || "",
+        budget: chat.budget,
         ...(tools ? { tools: toolView(chat) } : {}),
       });
     }
@@ -203,6 +205,16 @@ export function directChat(api, conversationId, refused) {
         redraw();
       } catch (error) {
         say(error);
+      }
+    },
+    async setLimit(usd) {
+      try {
+        const answer = await api.request("PATCH", path, { limit_usd: usd });
+        chat.spend(answer?.budget);
+        redraw();
+        return "";
+      } catch (error) {
+        return error instanceof ConchError ? error.message : String(error);
       }
     },
     async answer(callId, run) {

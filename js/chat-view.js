@@ -12,6 +12,7 @@
  */
 
 import { composer } from "./composer.js";
+import { chatSpend } from "./cost-views.js";
 import { h } from "./dom.js";
 import { StreamingReply, drawItem } from "./items.js";
 import { reconcile } from "./reconcile.js";
@@ -23,7 +24,19 @@ import { scrollBack } from "./window.js";
  * @typedef {import("./chat-source.js").Source} Source
  */
 
-const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools"];
+const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", "mentions", "tools", "budget"];
+
+/**
+ * "Nothing here yet. Write a message below: type @ to choose who answers (Researcher or Writer),
+ * or just write and one of them answers."
+ * @param {import("./mentions.js").Mention[]} mentions
+ */
+export function emptyWords(mentions) {
+  const ours = mentions.filter((m) => !m.outside).map((m) => m.name);
+  if (!ours.length) return "Nothing here yet. Add an agent in Settings (%conch agents), then write to it here.";
+  const who = ours.length === 1 ? ours[0] : `${ours.slice(0, -1).join(", ")} or ${ours[ours.length - 1]}`;
+  return `Nothing here yet. Write a message below: type @ to choose who answers (${who}), or just write and ${ours.length === 1 ? "it answers" : "one of them answers"}. Enter sends.`;
+}
 
 /**
  * @param {Model} model @param {HTMLElement} el
@@ -33,6 +46,8 @@ export function chatView(model, el, connect) {
   const title = h("span", { class: "conch-title" });
   const problem = h("div", { class: "conch-problem", role: "alert", hidden: true });
   const log = h("ol", { class: "conch-log", "aria-label": "Chat" });
+  // An empty chat's first-use hint: who can answer, and how to ask them.
+  const empty = h("p", { class: "conch-empty", hidden: true });
   const status = h("div", { class: "conch-sr-only", role: "status", "aria-live": "polite" });
   /** @type {Source} */
   let source;
@@ -46,6 +61,7 @@ export function chatView(model, el, connect) {
     kernel: async (action) => (source.kernel ? source.kernel(action) : "Do this from JupyterLab or Notebook 7."),
   };
   const modes = modeSwitch(actions);
+  const spend = chatSpend(source.setLimit);
   const ctx = {
     /** @param {string} words */
     announce: (words) => {
@@ -59,8 +75,9 @@ export function chatView(model, el, connect) {
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": source.via },
-    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el),
+    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el, spend.el),
     problem,
+    empty,
     log,
     asks.el,
     stuckRun.el,
@@ -115,6 +132,8 @@ export function chatView(model, el, connect) {
       return entry.el;
     });
     const live = state.get("live");
+    empty.hidden = order.length > 0 || Boolean(live);
+    if (!empty.hidden) empty.textContent = emptyWords(state.get("mentions") || []);
     if (live) order.push(streaming.show(live));
     else streaming.clear();
     // Move only what is out of place: moving a node would restart its animations.
@@ -122,6 +141,7 @@ export function chatView(model, el, connect) {
       if (log.children[i] !== node) log.insertBefore(node, log.children[i] || null);
     });
     modes.draw(state.get("tools"));
+    spend.draw(state.get("budget"));
     asks.draw(state.get("tools"));
     stuckRun.draw(state.get("tools"));
     box.draw();

@@ -6,7 +6,7 @@
  * by appending (sealed HTML once it settles).
  */
 
-import { disc, h } from "./dom.js";
+import { disc, h, reducedMotion } from "./dom.js";
 import { paragraphPieces, textChange } from "./reconcile.js";
 import { roundCard } from "./round-card.js";
 import { toolBlock } from "./tool-views.js";
@@ -68,13 +68,28 @@ export function messageItem(item) {
       item.streaming && h("span", { class: "conch-typing", text: item.doing || "answering…" }),
     ),
     body(item),
+    // A metered reply's tokens and cost, quietly under it.
+    item.cost && h("div", { class: "conch-cost", text: item.cost }),
   );
+}
+
+/**
+ * A folded block that, opened, is brought into view: its code and output are not left hidden
+ * below the log's scroll area (the log, and the page if need be, scroll as little as they can).
+ * @param {HTMLElement} el @returns {HTMLElement}
+ */
+function shownWhenOpened(el) {
+  const details = el.querySelector("details");
+  details?.addEventListener("toggle", () => {
+    if (details.open) requestAnimationFrame(() => el.scrollIntoView({ block: "nearest", behavior: reducedMotion() ? "auto" : "smooth" }));
+  });
+  return el;
 }
 
 /** @param {Item} item @param {Context} ctx @returns {Drawn} */
 export function drawItem(item, ctx) {
   if (item.kind === "round") return roundCard(/** @type {any} */ (item), ctx);
-  if (item.kind === "tool") return { el: toolBlock(item) };
+  if (item.kind === "tool") return { el: shownWhenOpened(toolBlock(item)) };
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
   }

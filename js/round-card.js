@@ -126,6 +126,8 @@ export function roundCard(first, ctx) {
     const grew = before !== null && before.state === "live" && item.passes.length > before.passes.length;
     const folding = before !== null && before.state === "live" && item.state === "folded";
     stage.setAttribute("aria-label", item.picture);
+    // One agent alone: no floor to pass, so a small card (its face, its line and Stop).
+    el.classList.toggle("is-solo", item.faces.length <= 1 && item.passes.length === 0);
     words.textContent = item.line;
     folded.replaceChildren(glyph(), h("span", { text: item.line }));
     if (item.state === "live") {

@@ -44,7 +44,9 @@ export function outsideSection(source, list) {
       placeholder: "Paste the agent's address (and its key, if you were given one)",
     })
   );
-  const outsideName = /** @type {HTMLInputElement} */ (h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the card's" }));
+  const outsideName = /** @type {HTMLInputElement} */ (
+    h("input", { name: "outside-name", maxlength: 40, autocomplete: "off", placeholder: "the name on its card" })
+  );
   const askName = h("p", { class: "conch-small conch-ask-name", hidden: true, text: "Type a name of your own in Name, then Add again." });
   const add = () => source.act({ type: "outside.add", paste: paste.value, name: outsideName.value.trim() || null });
   enterSends(outsideName, add);
@@ -61,7 +63,7 @@ export function outsideSection(source, list) {
       "div",
       { class: "conch-field-row conch-outside-row" },
       paste,
-      field("Name (if not the card's)", outsideName),
+      field("Your name for it (optional)", outsideName),
       h("button", { type: "submit", class: "conch-button", text: "Add" }),
     ),
     askName,

@@ -54,6 +54,7 @@ export function directSettings(api, section) {
     working: "",
     read_only: "", // the page's own Jupyter auth may change everything
     locked: {}, // what the administrator's policy locks (policy.js)
+    budget: null, // this month's spend against its budget, by agent (GET budget)
   });
   /** @type {Set<(message: any) => void>} */
   const listeners = new Set();
@@ -79,6 +80,11 @@ export function directSettings(api, section) {
 
   async function agents() {
     state.update({ agents: (await api.request("GET", "agents")).agents });
+    try {
+      state.update({ budget: await api.request("GET", "budget") });
+    } catch (error) {
+      if (!(error instanceof ConchError) || error.status !== 404) throw error; // an older server
+    }
   }
 
   /**
@@ -175,6 +181,10 @@ export function directSettings(api, section) {
         state.update({ said: { pairing, chats, note: chats.length ? "" : "It has not said anything yet." } });
       }),
     "said.close": async () => state.update({ said: null }),
+    "budget.set": (content) =>
+      act("budget.set", "agents", async () => {
+        state.update({ budget: await api.request("PATCH", "budget", { monthly_usd: content.usd ?? null }) });
+      }),
   };
 
   actions.refresh({});

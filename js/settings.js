@@ -11,6 +11,7 @@
  */
 
 import { confirmButton, field } from "./controls.js";
+import { monthSpend } from "./cost-views.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { kindAllowed, sectionLocks } from "./policy.js";
@@ -175,8 +176,9 @@ export function settingsView(source, el) {
     tabButtons[next].focus();
   });
 
-  // Your agents.
+  // Your agents, and what the metered ones cost this month (cost-views.js).
   const form = agentForm(source.act);
+  const month = monthSpend(source.act);
   panels.agents.append(
     h("p", { class: "conch-muted", text: "Mention an agent with @ and its name to start a round." }),
     locks.agents,
@@ -184,6 +186,7 @@ export function settingsView(source, el) {
     lists.agents,
     h("button", { type: "button", class: "conch-button conch-add", text: "Add an agent", onclick: () => form.open(null) }),
     form.el,
+    month.el,
   );
 
   // Outside agents (settings-outside.js).
@@ -218,7 +221,12 @@ export function settingsView(source, el) {
     },
     h("h4", { class: "conch-form-title", text: "Pair an agent" }),
     choices,
-    h("label", { class: "conch-check" }, remote, h("span", { text: "It runs on another computer (this turns on “From your own address” for other apps)" })),
+    h(
+      "label",
+      { class: "conch-check" },
+      remote,
+      h("span", { text: "The other agent runs on another computer (it comes in over HTTPS, once the server lets remote agents in)" }),
+    ),
     h("div", { class: "conch-actions" }, h("button", { type: "submit", class: "conch-button", text: "Pair" })),
   );
   panels.pairings.append(
@@ -255,7 +263,7 @@ export function settingsView(source, el) {
             h(
               "span",
               { class: "conch-small" },
-              [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(" · ") +
+              [...new Set([agent.provider?.kind, agent.provider?.model].filter(Boolean))].join(" · ") +
                 (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
                 (agent.has_key ? " · key kept" : ""),
             ),
@@ -351,7 +359,8 @@ export function settingsView(source, el) {
     once.replaceChildren(
       h("strong", { text: "Give this to the other agent. It is shown only this once." }),
       block,
-      h("div", { class: "conch-small" }, h("span", { text: "Address: " }), h("code", { text: made.address || "" })),
+      // The paste holds the address already: said again only when there is no paste.
+      ...(made.paste ? [] : [h("div", { class: "conch-small" }, h("span", { text: "Address: " }), h("code", { text: made.address || "" }))]),
       ...(made.note ? [h("p", { class: "conch-small", text: made.note })] : []),
       h(
         "div",
@@ -396,6 +405,7 @@ export function settingsView(source, el) {
     readOnly.textContent = readOnlyWords;
     root.classList.toggle("is-read-only", Boolean(readOnlyWords));
     drawAgents();
+    month.draw(source.state.get("budget") || null, !readOnlyWords);
     outside.draw();
     drawPairings();
   }
@@ -413,7 +423,7 @@ export function settingsView(source, el) {
     }
   }
 
-  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only", "locked"];
+  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only", "locked", "budget"];
   for (const name of traits) source.state.on(`change:${name}`, draw);
   const unlisten = source.listen(onMessage);
   draw();

@@ -18,7 +18,7 @@
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
-import { and, foldedWords, initials } from "./words.js";
+import { and, costWords, dollars, foldedWords, initials } from "./words.js";
 
 /**
  * @typedef {{[key: string]: any}} Item
@@ -94,6 +94,16 @@ export class ChatState {
     this.first = null;
     // The notebook tools: mode, taint, what asks for a yes, what works now (tools.js).
     this.tools = new ToolState();
+    /** @type {Item | null} what was spent against each limit: {round, chat, month} */
+    this.budget = null;
+    /** @type {{spent: number, limit: number} | null} the latest round's spend, kept once it ends */
+    this.roundSpend = null;
+  }
+
+  /** @param {Item | null | undefined} budget */
+  spend(budget) {
+    this.budget = budget || null;
+    if (budget?.round) this.roundSpend = budget.round;
   }
 
   /**
@@ -141,6 +151,11 @@ export class ChatState {
         const event = item.event;
         this.events.set(event.seq, event);
         if (event.type === "round.ended") this.busy = false;
+        if (event.type === "round.started") {
+          // A new round has spent nothing yet: the last one's spend is not its own.
+          this.roundSpend = null;
+          if (this.budget) this.budget = { ...this.budget, round: null };
+        }
         return "items";
       }
       case "round":
@@ -157,6 +172,12 @@ export class ChatState {
         this.busy = true;
         return "live";
       }
+      case "roster": // agents or outside agents were added, renamed or removed (anywhere)
+        this.names.learn(item.roster);
+        return "items";
+      case "budget": // a turn was billed, or a limit set
+        this.spend(item.budget);
+        return "items";
       case "working": // the round card's line and the streaming reply say what the agent does
       case "stuck": // what the chat offers under the log
         return tools ? "items" : "";
@@ -171,6 +192,7 @@ export class ChatState {
     this.busy = Boolean(chat.busy);
     this.title = String(chat.title || "");
     this.names.learn(chat.roster);
+    this.spend(chat.budget);
     this.live = new Map();
     for (const reply of chat.streaming || []) {
       this.live.set(reply.reply, { agent: reply.agent, text: String(reply.text || "") });
@@ -251,7 +273,7 @@ export function buildItems(state, { userLabel = "You" } = {}) {
   }
   cards.forEach(([each, place], index) => {
     const latest = index === cards.length - 1;
-    items[place] = cardItem(each, state, latest && each.end === null);
+    items[place] = cardItem(each, state, latest && each.end === null, latest);
   });
   return underReplies(items);
 }
@@ -280,7 +302,8 @@ function messageItem(message, names, userLabel) {
   if (message.role === "tool") return toolItem(message, names.name(agent));
   const item = { id, agent, name: names.name(agent), html };
   if (message.role === "outside") return { kind: "outside", ...item };
-  return { kind: "agent", ...item, place: placeWords(place, names) };
+  const cost = message.cost ? { cost: costWords(message.cost) } : {};
+  return { kind: "agent", ...item, place: placeWords(place, names), ...cost };
 }
 
 /** "turn 2 · handed over by Researcher" @param {Item} place @param {Names} names */
@@ -291,8 +314,12 @@ export function placeWords(place, names) {
   return words;
 }
 
-/** @param {Card} card @param {ChatState} state @param {boolean} latestOpen @returns {Item} */
-function cardItem(card, state, latestOpen) {
+/**
+ * @param {Card} card @param {ChatState} state @param {boolean} latestOpen
+ * @param {boolean} latest the chat's latest round (the one whose spend the view knows)
+ * @returns {Item}
+ */
+function cardItem(card, state, latestOpen, latest) {
   const names = state.names;
   const rnd = latestOpen ? state.round : null;
   const live = latestOpen && (rnd !== null || state.busy);
@@ -328,7 +355,7 @@ function cardItem(card, state, latestOpen) {
       announce = `${answering} is answering`;
       const working = state.tools.working;
       if (working && String(working.agent) === floorId) announce = workingWords(working, face.name);
-      line = `${announce} · ${count}`;
+      line = `${announce} · ${count}${roundSpent(state.budget?.round)}`;
       picture += ` ${face.name} has the floor.`;
     } else {
       line = announce = card.speakers.length ? "The round is ending" : "The round is starting";
@@ -337,9 +364,21 @@ function cardItem(card, state, latestOpen) {
   }
   const spoken = card.speakers.map((a) => names.name(a));
   // The server's words, or (a round the server forgot when it restarted) words of our own.
-  const words = card.end?.words || foldedWords(spoken, card.end ? Number(card.end.turns || 0) : spoken.length);
+  let words = card.end?.words || foldedWords(spoken, card.end ? Number(card.end.turns || 0) : spoken.length);
+  // What a metered round cost, when it cost something and the words do not say it already.
+  const spent = latest ? state.roundSpend : null;
+  if (spent && spent.spent > 0 && card.end?.reason !== "spend") words += ` · ${dollars(spent.spent)}`;
   const last = path.length ? (at.get(path[path.length - 1]) ?? null) : null;
   return { ...item, state: "folded", floor: last, line: words, announce: words, picture };
+}
+
+/**
+ * The running round's spend for its card's line, when it has spent something: " · $0.04 of $1".
+ * @param {{spent: number, limit: number} | null | undefined} part
+ */
+function roundSpent(part) {
+  if (!part || !(part.spent > 0)) return "";
+  return ` · ${dollars(part.spent)} of ${dollars(part.limit).replace(/\.00$/, "")}`;
 }
 
 /**

@@ -11,6 +11,7 @@
 
 import { directChat, relayedChat } from "./chat-source.js";
 import { chatView } from "./chat-view.js";
+import { oneChat } from "./one-chat.js";
 import { ServerApi, pageServer } from "./server.js";
 import { settingsView } from "./settings.js";
 import { directSettings, relayedSettings } from "./settings-source.js";
@@ -33,8 +34,38 @@ async function reachable(probe) {
   }
 }
 
+/**
+ * Keys typed in the view stay in the view: Lumino (JupyterLab's and Notebook 7's shortcuts) looks
+ * for a binding from the key's target up to the page and stops at an element marked with this
+ * attribute, as JupyterLab's own text boxes do (the shortcut editor's, for one). So Shift+Enter,
+ * `a`, `b`, `y`, `m`, `dd`, `s` or Escape in the box never run, add, change or save a cell, and
+ * Shift+Enter breaks the line (`breakLine`).
+ * @param {HTMLElement} el
+ */
+function keepKeys(el) {
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
+  el.addEventListener("keydown", breakLine);
+}
+
+/**
+ * Shift+Enter breaks the line in the view's text boxes. JupyterLab holds back the line break of
+ * Shift+Enter typed anywhere in a cell (its output included: its `beforeinput` guard, which waits
+ * for the run-cell shortcut), so the view puts the line break in itself and the guard has
+ * nothing to hold back. Whatever handled the key already (the @ list) is left alone.
+ * @param {KeyboardEvent} event
+ */
+function breakLine(event) {
+  const box = event.target;
+  if (!(box instanceof HTMLTextAreaElement) || box.readOnly || box.disabled) return;
+  if (event.key !== "Enter" || !event.shiftKey || event.isComposing || event.defaultPrevented) return;
+  event.preventDefault();
+  box.setRangeText("\n", box.selectionStart, box.selectionEnd, "end");
+  box.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
 /** The anywidget view: draws the chat or Settings into el, returns its cleanup. @type {import("@anywidget/types").Render} */
 async function render({ model, el }) {
+  keepKeys(el);
   if (model.get("view") === "settings") {
     const api = await reachable("agents");
     const source = api ? directSettings(api, model.get("section")) : relayedSettings(model);
@@ -44,7 +75,8 @@ async function render({ model, el }) {
   // A page of no messages: enough to know the server has Conch and this chat, and small (the
   // stream brings the chat itself).
   const api = id ? await reachable(`conversations/${encodeURIComponent(id)}?limit=0`) : null;
-  return chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model)));
+  // One chat per page: drawn in full once; every other output of it is one line (one-chat.js).
+  return oneChat(id, el, () => chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model))));
 }
 
 export default { render };

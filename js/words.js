@@ -27,3 +27,41 @@ export function initials(name) {
   const letters = words.length > 1 ? words[0][0] + words[1][0] : name.slice(0, 1);
   return letters.toUpperCase() || "?";
 }
+
+/**
+ * Dollars as people read them: "$0.42", "$5.00", and an amount under a cent to its first
+ * figure ("$0.004"), never "$0.00" for something that cost something.
+ * @param {number} usd
+ */
+export function dollars(usd) {
+  const value = Number(usd) || 0;
+  if (value > 0 && value < 0.01) return `$${Number(value.toPrecision(1))}`;
+  return `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+}
+
+/** "1.2k", "950", "2.4M" @param {number} n */
+export function tokens(n) {
+  const value = Number(n) || 0;
+  if (value >= 1e6) return `${(value / 1e6).toFixed(1).replace(/\.0$/, "")}M`;
+  if (value >= 1e3) return `${(value / 1e3).toFixed(1).replace(/\.0$/, "")}k`;
+  return String(value);
+}
+
+/**
+ * A metered reply's quiet line: "1.2k tokens in · 340 out · $0.004" ("about" when Conch counted
+ * a cut-off reply itself).
+ * @param {{usd: number, input_tokens: number, output_tokens: number, estimated?: boolean}} cost
+ */
+export function costWords(cost) {
+  const money = (cost.estimated ? "about " : "") + dollars(cost.usd);
+  return `${tokens(cost.input_tokens)} tokens in · ${tokens(cost.output_tokens)} out · ${money}`;
+}
+
+/**
+ * Spend against its limit: "$0.42 of $5.00" ("$0.42 · no limit" when there is none).
+ * @param {{spent: number, limit: number | null} | null | undefined} part
+ */
+export function spentWords(part) {
+  if (!part) return "";
+  return part.limit === null || part.limit === undefined ? `${dollars(part.spent)} · no limit` : `${dollars(part.spent)} of ${dollars(part.limit)}`;
+}

@@ -27,7 +27,7 @@ from ..core.files import StoreError
 from ..core.names import clashes
 from ..notebook.rules import NOTEBOOK_TOOLS
 from ..notebook.service import NotebookTools
-from ..store.chats import Conversation, Message, NotFound, Store
+from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (
     ROUND_END_WORDS,
@@ -50,11 +50,19 @@ from .engine import (
 )
 from .history import HISTORY_MESSAGES, Said, system_prompt
 from .live_chat import LiveChat, NextTurn, Room
-from .mentions import read_mentions, unclear_note
+from .mentions import read_mentions, unclear_note, unknown_mentions, unknown_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
 from .snapshot import paged_log, whole_log, whole_log_json
-from .spend import Budget, loop_refusal, turn_refusal
+from .spend import (
+    Budget,
+    budget_json,
+    chat_limit_to_set,
+    loop_refusal,
+    month_json,
+    monthly_budget_to_set,
+    turn_refusal,
+)
 from .turn import Reply, TurnInput, Turns
 
 log = logging.getLogger(__name__)
@@ -134,8 +142,8 @@ class RoundService:
         conversation = self._require(conversation_id, origins=("user", "peer"))
         names = self._room().names()
 
-        def message_json(message: Message) -> dict[str, Any]:
-            return self.message_json(message, names)
+        def message_json(message: Message, cost: Spend | None) -> dict[str, Any]:
+            return self.message_json(message, names, cost)
 
         if limit is None:
             log = whole_log(self.store, conversation_id, message_json)
@@ -152,8 +160,8 @@ class RoundService:
         upto = self.store.pages.last_seqs(conversation_id)
         names = self._room().names()
 
-        def message_json(message: Message) -> dict[str, Any]:
-            return self.message_json(message, names)
+        def message_json(message: Message, cost: Spend | None) -> dict[str, Any]:
+            return self.message_json(message, names, cost)
 
         log = await whole_log_json(self.store, conversation_id, message_json, upto)
         return f"{head[:-1]}, {log}}}", upto
@@ -170,34 +178,85 @@ class RoundService:
     def _live_json(self, conversation: Conversation) -> dict[str, Any]:
         conversation_id = conversation.id
         room = self._room()
-        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
         return {
             "spent_usd": round(self.store.spent(conversation_id), 6),
+            "budget": self.budget_json(conversation_id),
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
-            # Who is who, so a view needs no other call to name everyone (issue 10); an outside
-            # agent's name that clashes with one of yours names yours (the @ picker holds it back).
-            "roster": {
-                "agents": [{"id": a.id, "name": a.name} for a in room.agents],
-                "outside": [
-                    {"id": i, "name": n, "clashes_with": clashing.get(n)}
-                    for n, i in room.outside.items()
-                ],
-            },
+            # Who is who, so a view needs no other call to name everyone (issue 10).
+            "roster": self.roster_json(room),
             "streaming": self.hub.streaming(conversation_id),
         }
+
+    def roster_json(self, room: Room | None = None) -> dict[str, Any]:
+        """Your agents and outside agents by id and name; an outside agent's name that clashes
+        with one of yours names yours (the @ picker holds it back)."""
+        room = room or self._room()
+        clashing = clashes(tuple(a.name for a in room.agents), tuple(room.outside))
+        return {
+            "agents": [{"id": a.id, "name": a.name} for a in room.agents],
+            "outside": [
+                {"id": i, "name": n, "clashes_with": clashing.get(n)}
+                for n, i in room.outside.items()
+            ],
+        }
+
+    def names_changed(self) -> None:
+        """Agents or outside agents were added, renamed or removed: every followed chat hears
+        the roster (a `roster` item), so every open view's @ list offers the names at once."""
+        self.hub.everyone({"type": "roster", "roster": self.roster_json()})
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
         chat = self._chats.get(conversation_id)
         return chat is not None and chat.runner is not None and not chat.runner.done()
 
-    def message_json(self, message: Message, names: dict[str, str]) -> dict[str, Any]:
+    def message_json(
+        self, message: Message, names: dict[str, str], cost: Spend | None = None
+    ) -> dict[str, Any]:
         data = message.to_json()
         if message.agent:
             data["name"] = names.get(message.agent, message.agent)
+        if cost is not None:  # a metered reply: its quiet line's tokens and cost
+            data["cost"] = {
+                "usd": round(cost.usd, 6),
+                "input_tokens": cost.input_tokens,
+                "output_tokens": cost.output_tokens,
+                "estimated": cost.estimated,
+            }
         return data
+
+    def budget_json(self, conversation_id: str, rnd: Round | None = None) -> dict[str, Any]:
+        """The chat's `budget`: the running round's spend (or `rnd`'s), the chat's and the
+        month's, each against its limit (DESIGN.md, "Cost in sight")."""
+        if rnd is None:
+            chat = self._chats.get(conversation_id)
+            now = chat.round if chat is not None and chat.visible else None
+            rnd = now if now is not None and now.ended is None else None
+        return budget_json(self.store, self.budget, conversation_id, self.clock(), rnd)
+
+    def publish_budget(self, conversation_id: str, rnd: Round | None = None) -> None:
+        """The chat's budget to its followers, once a turn has been billed (with its round's
+        spend, though the reply ended the round: the folded card may say it) or a limit set."""
+        budget = self.budget_json(conversation_id, rnd)
+        self.hub.publish(conversation_id, {"type": "budget", "budget": budget})
+
+    def month_json(self) -> dict[str, Any]:
+        """`GET /budget`: the month's spend against its budget, and by agent."""
+        return month_json(self.store, self.budget, self.clock(), self._room().names())
+
+    async def set_monthly_budget(self, usd: float | None) -> dict[str, Any]:
+        """The month's budget, as the user set it in Settings (None: the server's default)."""
+        await self.store.set_monthly_budget(monthly_budget_to_set(self.budget, usd))
+        return self.month_json()
+
+    async def set_limit(self, conversation_id: str, usd: float | None) -> None:
+        """The chat's own spending limit, as the user set it in its header (None: the server's
+        default); the next turn goes by it."""
+        self._require(conversation_id)
+        await self.store.set_chat_limit(conversation_id, chat_limit_to_set(self.budget, usd))
+        self.publish_budget(conversation_id)
 
     async def close(self) -> None:
         """End every runner; used when the server stops. Rounds are not resumed later."""
@@ -242,10 +301,17 @@ class RoundService:
         named = mentions.named
         if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
             await self._note(chat.id, unclear_note(mentions.unclear))
+        unknown = unknown_mentions(message.text, (*roster.ours, *roster.outside))
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
+            if unknown:
+                await self._note(chat.id, unknown_note(unknown, None, ""))
         else:
             agent = self._chat_agent(chat.id, room.agents)
+            if unknown:  # "@Nobody …": said, not silently sent to the chat's agent
+                last = self._require(chat.id).agent == agent.id
+                why = "the last to answer in this chat" if last else "your first agent"
+                await self._note(chat.id, unknown_note(unknown, agent.name, why))
             chat.round, chat.visible = (
                 Round(named=[agent.name], roster=roster, handing_on=False),
                 False,
@@ -299,9 +365,11 @@ class RoundService:
         # Whether it ended, failed or was stopped, the reply is kept and billed (turn.py); after
         # a Stop the engine answers with the End it already decided.
         if reply.failure is not None:
+            self._billed(chat, reply)
             words = f"{agent.name} could not answer: {reply.failure}"
             return rnd.handle(ProviderFailed(agent.name, words))
         if chat.next is not None:  # the engine went on as the reply was stored (_ahead)
+            self._billed(chat, reply)  # the round counted it there
             if rnd.ended is not None or not isinstance(chat.next.decision, Speak):
                 done, chat.next = chat.next, None
                 if done.note is not None:  # stored, though a Stop came before its turn
@@ -309,7 +377,12 @@ class RoundService:
                 return rnd.ended or done.decision
             return chat.next.decision
         rnd.handle(SpendRecorded(reply.cost))
+        self._billed(chat, reply)
         return rnd.handle(ReplyEnded(agent.name, reply.text))
+
+    def _billed(self, chat: LiveChat, reply: Reply) -> None:
+        if reply.cost and chat.visible:  # what it cost is in the ledger: the view's totals too
+            self.publish_budget(chat.id, chat.round)
 
     def _ahead(
         self, chat: LiveChat, room: Room, agent: Agent, reply: Reply

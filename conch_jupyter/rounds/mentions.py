@@ -23,6 +23,7 @@ from functools import lru_cache
 from itertools import accumulate
 
 from ..core.names import clashes
+from ..core.text import and_join
 
 # A fence may sit in a quote or a list, so indentation and ">" are allowed before it: a missed
 # fence would let code hand the floor on, while an extra one only misses a mention.
@@ -156,6 +157,42 @@ def mentions_in(text: str, names: Iterable[str]) -> list[str]:
         if name not in found:
             found.append(name)
     return found
+
+
+# "@" and a word that names no one: starts with a letter, not after a word or address character.
+_AT_WORD = re.compile(r"@(?<![\w.%+\-]@)([^\W\d_][\w-]*)")
+
+
+def unknown_mentions(text: str, names: Iterable[str]) -> list[str]:
+    """The "@Word"s in `text` that mention no one in `names` (outside code and addresses), each
+    once, in order: a mention of an agent nobody has, which the chat answers in words."""
+    if "@" not in text:
+        return []
+    compiled = _mention_pattern(tuple(names))
+    spans = _excluded_spans(text)
+    starts, ends = [start for start, _ in spans], list(accumulate((e for _, e in spans), max))
+    unknown: list[str] = []
+    for m in _AT_WORD.finditer(text):
+        i = bisect_right(starts, m.start()) - 1
+        if i >= 0 and m.start() < ends[i]:
+            continue
+        if compiled is not None and compiled[0].match(text, m.start()):
+            continue  # a name someone has
+        word = m.group(1).rstrip("-")
+        if word not in unknown:
+            unknown.append(word)
+    return unknown
+
+
+def unknown_note(unknown: Sequence[str], answered: str | None, why: str) -> str:
+    """Conch's note on mentions of agents nobody has: who answered instead, and why."""
+    if not unknown:
+        raise ValueError("unknown must hold at least one name")
+    said = and_join([f"@{word}" for word in unknown])
+    head = f"No agent here is called {said}"
+    if answered is None:  # others were mentioned by name: the message went to them
+        return f"{head}, so only the agents you named answered. Add agents in Settings."
+    return f"{head}, so {answered} answered instead ({why}). Add agents in Settings."
 
 
 # --- Unclear mentions: your agent wins ------------------------------------------------------

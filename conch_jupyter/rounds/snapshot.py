@@ -12,18 +12,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.chats import Message, Store
+from ..store.rows import Spend
 
 Log = dict[str, Any]
+# A message as the API answers it, with the ledger row that paid for it (a metered reply).
+MessageJson = Callable[[Message, Spend | None], Log]
 
 # The whole log is built this many messages at a time, handing the event loop back between two
 # (drawing 25 messages' Markdown for the first time takes some 8 ms on a small machine).
 CHUNK = 25
 
 
-def whole_log(store: Store, conversation_id: str, message_json: Callable[[Message], Log]) -> Log:
+def whole_log(store: Store, conversation_id: str, message_json: MessageJson) -> Log:
+    ledger = store.spend_entries(conversation_id)
+    costs = {e.message_id: e for e in ledger if e.message_id is not None}
     return {
-        "spend": [e.to_json() for e in store.spend_entries(conversation_id)],
-        "messages": [message_json(m) for m in store.messages(conversation_id)],
+        "spend": [e.to_json() for e in ledger],
+        "messages": [message_json(m, costs.get(m.id)) for m in store.messages(conversation_id)],
         "events": [e.to_json() for e in store.events(conversation_id)],
         "earlier": False,
     }
@@ -32,7 +37,7 @@ def whole_log(store: Store, conversation_id: str, message_json: Callable[[Messag
 def paged_log(
     store: Store,
     conversation_id: str,
-    message_json: Callable[[Message], Log],
+    message_json: MessageJson,
     limit: int,
     before: str | None = None,
 ) -> Log:
@@ -51,9 +56,10 @@ def paged_log(
         since = until = float("inf")
     else:  # no messages at all (before the first one, or a chat with none)
         since = float("-inf")
+    costs = pages.costs(messages)
     return {
         "spend": [e.to_json() for e in pages.spend_between(conversation_id, since, until)],
-        "messages": [message_json(m) for m in messages],
+        "messages": [message_json(m, costs.get(m.id)) for m in messages],
         "events": [e.to_json() for e in pages.events_between(conversation_id, since, until)],
         "earlier": earlier,
     }
@@ -62,7 +68,7 @@ def paged_log(
 async def whole_log_json(
     store: Store,
     conversation_id: str,
-    message_json: Callable[[Message], Log],
+    message_json: MessageJson,
     upto: tuple[int, int],
 ) -> str:
     """The whole log up to the message and the event `upto` names (by seq), as the members of
@@ -78,7 +84,8 @@ async def whole_log_json(
         chunk = [m for m in chunk if m.seq <= last_message]
         if not chunk:
             break
-        messages.append(json.dumps([message_json(m) for m in chunk])[1:-1])
+        costs = pages.costs(chunk)
+        messages.append(json.dumps([message_json(m, costs.get(m.id)) for m in chunk])[1:-1])
         after = chunk[-1].seq
         await asyncio.sleep(0)
     events: list[str] = []

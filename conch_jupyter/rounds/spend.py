@@ -1,6 +1,12 @@
 """Metered spend: what a reply cost, and whether the chat's limit or the month's budget refuses
 the next one. One place for both the round driver and the door's peer answers.
 
+The limits in force: a chat's own limit when the user set one in its header, else the server's
+c.ConchApp.chat_limit_usd; the month's budget set in Settings, else c.ConchApp.monthly_budget_usd.
+What the user asks to set passes one check each (`chat_limit_to_set`, `monthly_budget_to_set`):
+the one place a cap on them goes. `budget_json` is what a view shows of them (DESIGN.md, "Cost in
+sight").
+
 Only metered agents (with a price) are held back: a turn that costs nothing cannot overspend, so
 the offline default and unpriced local models always answer.
 """
@@ -8,15 +14,27 @@ the offline default and unpriced local models always answer.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.agent_store import Agent
-from ..core.policy import BY_ADMIN
+from ..core.errors import ConchError
+from ..core.policy import (
+    BY_ADMIN,
+    Policy,
+    cap_chat_limit,
+    cap_monthly_budget,
+    check_chat_limit,
+    check_monthly_budget,
+)
 from ..providers.base import Usage
 from ..store.chats import Store, month_start
 from ..store.writer import Pending
 from .engine import Round
+
+# The most a chat's limit or the month's budget may be set to from the page: a typo's guard
+# (an extra zero or two), not a policy; an administrator's caps come on top (c.ConchApp.policy).
+MOST_USD = 10_000.0
 
 
 @dataclass(frozen=True)
@@ -25,10 +43,88 @@ class Budget:
 
     chat_limit_usd: float | None = 5.0
     monthly_budget_usd: float | None = 50.0
-    # Capped by the administrator's policy (max_chat_usd, max_monthly_usd): the words then say
-    # who set the limit, not which setting to raise.
-    chat_capped: bool = False
-    month_capped: bool = False
+    # The administrator's caps (max_chat_usd, max_monthly_usd) on the defaults and on what the
+    # user sets; at a cap the words say who set the limit, not which setting to raise.
+    policy: Policy = field(default_factory=Policy)
+
+
+class LimitRefused(ConchError):
+    """A limit the user asked for that cannot be set: 400 `invalid`, in words."""
+
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid", message)
+
+
+def _dollars_to_set(usd: float | None, what: str) -> float | None:
+    if usd is None:
+        return None
+    if usd < 0 or usd > MOST_USD:
+        raise LimitRefused(f"{what} must be between $0 and ${MOST_USD:,.0f}.")
+    return round(float(usd), 2)
+
+
+def chat_limit_to_set(budget: Budget, usd: float | None) -> float | None:
+    """A chat's own limit as the user asked for it, checked (None: back to the server's default)
+    and under the administrator's max_chat_usd. The one check of `PATCH /conversations/{id}
+    {"limit_usd"}`."""
+    if usd is not None:
+        check_chat_limit(budget.policy, usd)
+    return _dollars_to_set(usd, "A chat's limit")
+
+
+def monthly_budget_to_set(budget: Budget, usd: float | None) -> float | None:
+    """The month's budget as the user asked for it, checked (None: back to the server's
+    default) and under the administrator's max_monthly_usd. The one check of `PATCH /budget
+    {"monthly_usd"}`."""
+    if usd is not None:
+        check_monthly_budget(budget.policy, usd)
+    return _dollars_to_set(usd, "The month's budget")
+
+
+def chat_limit(store: Store, budget: Budget, conversation_id: str) -> float | None:
+    """The chat's limit in force: its own when set, else the server's default."""
+    chat = store.get_conversation(conversation_id)
+    own = chat.limit_usd if chat is not None else None
+    return cap_chat_limit(budget.policy, own if own is not None else budget.chat_limit_usd)
+
+
+def month_limit(store: Store, budget: Budget) -> float | None:
+    """The month's budget in force: the one set in Settings, else the server's default."""
+    own = store.monthly_budget()
+    return cap_monthly_budget(budget.policy, own if own is not None else budget.monthly_budget_usd)
+
+
+def _spent_and_limit(spent: float, limit: float | None) -> dict[str, float | None]:
+    return {"spent": round(spent, 6), "limit": limit}
+
+
+def budget_json(
+    store: Store, budget: Budget, conversation_id: str, now: float, rnd: Round | None
+) -> dict[str, Any]:
+    """What a view shows of the spend: the running round's against its $1 (None when none
+    runs), the chat's against its limit, the month's against its budget (USD; a limit of None:
+    none)."""
+    return {
+        "round": None if rnd is None else _spent_and_limit(rnd.spent_usd, rnd.limits.spend_usd),
+        "chat": _spent_and_limit(
+            store.spent(conversation_id), chat_limit(store, budget, conversation_id)
+        ),
+        "month": _spent_and_limit(store.spent_since(month_start(now)), month_limit(store, budget)),
+    }
+
+
+def month_json(store: Store, budget: Budget, now: float, names: dict[str, str]) -> dict[str, Any]:
+    """`GET /budget`: the month against its budget, and by agent (named where known)."""
+    since = month_start(now)
+    return {
+        "month": _spent_and_limit(store.spent_since(since), month_limit(store, budget)),
+        "by_agent": [
+            {"agent": agent, "name": names.get(agent or "", agent), "spent": round(usd, 6)}
+            for agent, usd in store.spent_by_agent_since(since)
+        ],
+    }
 
 
 def record_spend(
@@ -38,6 +134,7 @@ def record_spend(
     *,
     conversation_id: str,
     payer: str | None = None,
+    message_id: str | None = None,
 ) -> Billed:
     """Put a reply's cost in the ledger (nothing for an unpriced agent): the cost is known at
     once (`.cost`); awaited, it is given once stored. Queued at the call, like every change of
@@ -54,8 +151,21 @@ def record_spend(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         estimated=usage.estimated,
+        message_id=message_id,
     )
     return Billed(cost, stored)
+
+
+def cost_json(agent: Agent, usage: Usage | None) -> dict[str, Any] | None:
+    """A metered reply's tokens and cost, as its quiet line shows them; None when unmetered."""
+    if usage is None or agent.price is None:
+        return None
+    return {
+        "usd": round(agent.price.cost(usage), 6),
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "estimated": usage.estimated,
+    }
 
 
 class Billed:
@@ -75,7 +185,7 @@ def month_spent_over(
     store: Store, budget: Budget, agent: Agent, now: float, pending: float = 0.0
 ) -> float | None:
     """This month's spend when it has reached the budget and `agent` is metered; else None."""
-    limit = budget.monthly_budget_usd
+    limit = month_limit(store, budget)
     if agent.price is None or limit is None:
         return None
     spent = store.spent_since(month_start(now)) + pending
@@ -95,12 +205,12 @@ def turn_refusal(
     `pending`: what the running turn has spent and not yet recorded (a tool loop's requests)."""
     if agent.price is None:
         return None
-    limit = budget.chat_limit_usd
+    limit = chat_limit(store, budget, conversation_id)
     if limit is not None and (spent := store.spent(conversation_id) + pending) >= limit:
         then = (
             f"A chat's limit can be at most ${limit:.2f} on this server: {BY_ADMIN}"
-            if budget.chat_capped
-            else "Raise c.ConchApp.chat_limit_usd to go on."
+            if limit == budget.policy.max_chat_usd
+            else "Raise the chat's limit in its header to go on."
         )
         return (
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
@@ -108,11 +218,11 @@ def turn_refusal(
         )
     month = month_spent_over(store, budget, agent, now, pending)
     if month is not None:
-        top = budget.monthly_budget_usd
+        top = month_limit(store, budget) or 0.0
         then = (
             f"The monthly budget can be at most ${top:.2f} on this server: {BY_ADMIN}"
-            if budget.month_capped
-            else "Raise c.ConchApp.monthly_budget_usd to go on."
+            if top == budget.policy.max_monthly_usd
+            else "Raise the month's budget in Settings (%conch agents) to go on."
         )
         return (
             f"This month's spending has reached ${month:.2f} of the ${top:.2f} budget, so "

@@ -64,7 +64,7 @@ from ..store.chats import Store
 from ..store.hub import Hub
 from ..store.rows import row_id
 from .history import Said, history_turns
-from .spend import record_spend
+from .spend import cost_json, record_spend
 
 
 @dataclass(frozen=True)
@@ -231,6 +231,7 @@ class Turns:
             reply.usage,
             conversation_id=turn.conversation_id,
             payer=turn.payer,
+            message_id=reply.id if kept is not None else None,
         )
         reply.cost = spent.cost  # known now: the caller's ending may go by it
         ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)
@@ -238,7 +239,7 @@ class Turns:
             self.hub.draw_ahead(turn.conversation_id, reply.text)
         try:
             if kept is not None:
-                self.hub.message(await kept, turn.agent.name)
+                self.hub.message(await kept, turn.agent.name, cost_json(turn.agent, reply.usage))
             await spent
         finally:
             if ended is not None:

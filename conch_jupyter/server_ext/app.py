@@ -27,8 +27,6 @@ from ..core.policy import (
     BadPolicy,
     Policy,
     PolicyRefused,
-    cap_chat_limit,
-    cap_monthly_budget,
     check_provider,
     parse_policy,
 )
@@ -156,14 +154,7 @@ class ConchApp(ExtensionApp):
         if not agents.path.exists():
             agents.ensure_defaults(allowed_default(policy, detect_default_provider(os.environ)))
         hub = Hub()
-        chat_limit = cap_chat_limit(policy, self.chat_limit_usd)
-        monthly = cap_monthly_budget(policy, self.monthly_budget_usd)
-        budget = Budget(
-            chat_limit,
-            monthly,
-            chat_capped=chat_limit != self.chat_limit_usd,
-            month_capped=monthly != self.monthly_budget_usd,
-        )
+        budget = Budget(self.chat_limit_usd, self.monthly_budget_usd, policy=policy)
         server = self.serverapp
         kernels = (
             NotebookKernels(

@@ -11,7 +11,15 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 from ..core.text import clean_text
 from ..store.rows import Mode
@@ -81,8 +89,34 @@ class ConversationIn(Body):
         return value
 
 
+def _finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("a limit must be a finite number of dollars")
+    return value
+
+
+Dollars = Annotated[float | None, AfterValidator(_finite)]
+
+
 class ConversationPatch(Body):
-    mode: Mode
+    """The chat's mode, its own spending limit (`limit_usd`; null: the default), or both."""
+
+    mode: Mode | None = None
+    limit_usd: Dollars = None
+
+    @model_validator(mode="after")
+    def _something(self) -> ConversationPatch:
+        if not self.model_fields_set:
+            raise ValueError("give mode or limit_usd")
+        if "mode" in self.model_fields_set and self.mode is None:
+            raise ValueError("mode must be ask, auto or read")
+        return self
+
+
+class BudgetPatch(Body):
+    """The month's budget (`monthly_usd`; null: the server's default)."""
+
+    monthly_usd: Dollars
 
 
 class ToolAnswer(Body):

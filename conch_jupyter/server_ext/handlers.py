@@ -26,6 +26,7 @@ from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import (
     AgentIn,
     AgentPatch,
+    BudgetPatch,
     ConversationIn,
     ConversationPatch,
     MessageIn,
@@ -69,6 +70,7 @@ class AgentsHandler(ConchHandler):
             price=body.price.model_dump() if body.price else None,
             api_key=body.provider.api_key,
         )
+        self.conch.rounds.names_changed()
         self.reply(agent.to_public(), 201)
 
 
@@ -96,12 +98,14 @@ class AgentHandler(ConchHandler):
             if "api_key" in body.provider.model_fields_set:
                 changes["api_key"] = body.provider.api_key or ""
         agent = self.conch.agents.update(agent_id, **changes)
+        self.conch.rounds.names_changed()
         self.reply(agent.to_public())
 
     @web.authenticated
     @authorized
     def delete(self, agent_id: str) -> None:
         self.conch.agents.delete(agent_id)
+        self.conch.rounds.names_changed()
         self.set_status(204)
         self.finish()
 
@@ -135,7 +139,7 @@ class ConversationsHandler(ConchHandler):
 
 
 class ConversationHandler(ConchHandler):
-    users_own = ("change how a chat runs code", "the chat's header")
+    users_own = ("change how a chat runs code or what it may spend", "the chat's header")
 
     @web.authenticated
     @authorized
@@ -151,9 +155,29 @@ class ConversationHandler(ConchHandler):
     @authorized
     async def patch(self, conversation_id: str) -> None:
         body = self.body(ConversationPatch)
-        await self.conch.tools.set_mode(conversation_id, body.mode)
+        if body.mode is not None:
+            await self.conch.tools.set_mode(conversation_id, body.mode)
+        if "limit_usd" in body.model_fields_set:
+            await self.conch.rounds.set_limit(conversation_id, body.limit_usd)
         text, _ = await self.conch.rounds.conversation_text(conversation_id)
         self.reply_text(text)
+
+
+class BudgetHandler(ConchHandler):
+    """The month's spend against its budget, by agent; the budget is set in Settings."""
+
+    users_own = ("change the month's budget", "Settings (%conch agents)")
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.conch.rounds.month_json())
+
+    @web.authenticated
+    @authorized
+    async def patch(self) -> None:
+        body = self.body(BudgetPatch)
+        self.reply(await self.conch.rounds.set_monthly_budget(body.monthly_usd))
 
 
 class ToolAnswerHandler(ConchHandler):
@@ -360,6 +384,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
         (r"conch/api/policy", PolicyHandler),
+        (r"conch/api/budget", BudgetHandler),
         (r"conch/api/conversations", ConversationsHandler),
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),

@@ -50,6 +50,7 @@ class OutsideListHandler(ConchHandler):
     async def post(self) -> None:
         body = self.body(PasteIn)
         agent = await self.conch.outside.add(body.paste, body.name)
+        self.conch.rounds.names_changed()
         self.reply(agent.to_public(), 201)
 
 
@@ -65,12 +66,15 @@ class OutsideAgentHandler(ConchHandler):
     @authorized
     def patch(self, outside_id: str) -> None:
         body = self.body(RenameIn)
-        self.reply(self.conch.outside.rename(outside_id, body.name).to_public())
+        renamed = self.conch.outside.rename(outside_id, body.name)
+        self.conch.rounds.names_changed()
+        self.reply(renamed.to_public())
 
     @web.authenticated
     @authorized
     def delete(self, outside_id: str) -> None:
         self.conch.outside.remove(outside_id)
+        self.conch.rounds.names_changed()
         self.set_status(204)
         self.finish()
 
@@ -82,6 +86,7 @@ class OutsideRepairHandler(ConchHandler):
     @authorized
     async def post(self) -> None:
         agents = await self.conch.outside.repair()
+        self.conch.rounds.names_changed()
         self.reply({"outside": [a.to_public() for a in agents]})
 
 

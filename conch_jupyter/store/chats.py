@@ -187,6 +187,39 @@ class Store(StoreFile):
 
         return self._writer.change(change)
 
+    def set_chat_limit(self, conversation_id: str, usd: float | None) -> Pending[None]:
+        """The chat's own spending limit (None: back to the server's default)."""
+        checked = None if usd is None else _dollars(usd, "a chat's limit")
+
+        def change(db: sqlite3.Connection) -> None:
+            _require(db, conversation_id)
+            db.execute(
+                "UPDATE conversations SET limit_usd = ? WHERE id = ?", (checked, conversation_id)
+            )
+
+        return self._writer.change(change)
+
+    def monthly_budget(self) -> float | None:
+        """The month's budget set in Settings; None when none was (the server's default holds)."""
+        rows = self.select("SELECT usd FROM limits WHERE name = ?", ("month",))
+        return float(rows[0]["usd"]) if rows else None
+
+    def set_monthly_budget(self, usd: float | None) -> Pending[None]:
+        """The month's budget (None: back to the server's default)."""
+        checked = None if usd is None else _dollars(usd, "the month's budget")
+
+        def change(db: sqlite3.Connection) -> None:
+            if checked is None:
+                db.execute("DELETE FROM limits WHERE name = 'month'")
+            else:
+                db.execute(
+                    "INSERT INTO limits (name, usd) VALUES ('month', ?)"
+                    " ON CONFLICT (name) DO UPDATE SET usd = excluded.usd",
+                    (checked,),
+                )
+
+        return self._writer.change(change)
+
     def set_taint(self, conversation_id: str, taint: dict[str, Any]) -> Pending[None]:
         """Mark the chat as holding someone else's words. The first taint stays for good."""
         encoded = encode_json(taint)
@@ -300,11 +333,12 @@ class Store(StoreFile):
         input_tokens: int = 0,
         output_tokens: int = 0,
         estimated: bool = False,
+        message_id: str | None = None,
     ) -> Pending[None]:
         """Record metered spend. `payer` names who it is charged to beyond the chat (a pairing);
-        `estimated` marks an amount Conch counted because the provider reported none."""
-        if not math.isfinite(usd) or usd < 0:
-            raise ValueError(f"spend must be a finite amount of dollars, zero or more, not {usd}")
+        `estimated` marks an amount Conch counted because the provider reported none;
+        `message_id` the reply it paid for."""
+        _dollars(usd, "spend")
         spend = Spend(
             float(usd),
             conversation_id,
@@ -314,6 +348,7 @@ class Store(StoreFile):
             output_tokens,
             self._clock(),
             estimated,
+            message_id,
         )
         return then(self._writer.change(lambda db: insert(db, "spend", spend)), lambda _: None)
 
@@ -339,6 +374,15 @@ class Store(StoreFile):
             sql, args = sql + " AND payer = ?", (since, payer)
         return float(self.select(sql, args)[0]["usd"])
 
+    def spent_by_agent_since(self, since: float) -> list[tuple[str | None, float]]:
+        """Spend recorded at or after `since`, by agent (the most first)."""
+        rows = self.select(
+            "SELECT agent, SUM(usd) AS usd FROM spend WHERE created >= ?"
+            " GROUP BY agent ORDER BY usd DESC, agent",
+            (since,),
+        )
+        return [(row["agent"], float(row["usd"])) for row in rows]
+
     # -- outside contexts (an outside agent's contextId for one of our chats) ------------------
 
     def context_id(self, conversation_id: str, outside_id: str) -> str | None:
@@ -361,6 +405,12 @@ class Store(StoreFile):
             )
 
         return self._writer.change(change)
+
+
+def _dollars(usd: float, what: str) -> float:
+    if not isinstance(usd, int | float) or not math.isfinite(usd) or usd < 0:
+        raise ValueError(f"{what} must be a finite amount of dollars, zero or more, not {usd}")
+    return float(usd)
 
 
 def _require(db: sqlite3.Connection, conversation_id: str) -> None:

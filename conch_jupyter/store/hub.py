@@ -35,6 +35,12 @@ class Hub:
         self._remember(conversation_id, item)
         self._send(conversation_id, item)
 
+    def everyone(self, item: Item) -> None:
+        """An item for every chat someone follows (who is who changed: an agent or an outside
+        agent added, renamed or removed), so every open view offers the names at once."""
+        for conversation_id in [c for c, queues in self._followers.items() if queues]:
+            self._send(conversation_id, item)
+
     def delta(self, conversation_id: str, reply_id: str, agent_id: str, text: str) -> None:
         """A piece of a reply as it streams: kept for the next snapshot, and sent to the chat's
         followers. The hot path of every reply, so the item is only made for a follower."""
@@ -53,8 +59,11 @@ class Hub:
                 queue.get_nowait()
                 queue.put_nowait(None)
 
-    def message(self, message: Message, name: str | None = None) -> None:
-        """A stored message, to its chat's followers (`name`: the speaker's display name)."""
+    def message(
+        self, message: Message, name: str | None = None, cost: dict[str, Any] | None = None
+    ) -> None:
+        """A stored message, to its chat's followers (`name`: the speaker's display name;
+        `cost`: a metered reply's tokens and cost)."""
         if message.conversation_id not in self._followers:
             # Nobody to send it to: only what publishing it would remember (a reply stored
             # under its reply id no longer streams), without making the item.
@@ -63,6 +72,8 @@ class Hub:
         data = message.to_json()
         if name is not None:
             data["name"] = name
+        if cost is not None:
+            data["cost"] = cost
         # Its seq beside it (not in it): where a stream that resumes stands (store/pages.py).
         item = {"type": "message", "message": data, "seq": message.seq}
         self.publish(message.conversation_id, item)

@@ -100,6 +100,18 @@ class Pages:
         )
         return [Spend(**{**row, "estimated": bool(row["estimated"])}) for row in rows]
 
+    def costs(self, messages: list[Message]) -> dict[str, Spend]:
+        """The ledger row that paid for each of these replies, by message id (schema v8's
+        spend_by_message index): what each metered reply's quiet cost line shows."""
+        ids = [m.id for m in messages if m.agent]
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
+        sql = f"SELECT * FROM spend WHERE message_id IN ({marks})"  # noqa: S608 (only ?s)
+        rows = self._file.select(sql, tuple(ids))
+        found = (Spend(**{**row, "estimated": bool(row["estimated"])}) for row in rows)
+        return {spend.message_id: spend for spend in found if spend.message_id is not None}
+
     def last_seqs(self, conversation_id: str) -> tuple[int, int]:
         """The seq of the chat's last message and of its last event (0 where none): where a
         stream that has delivered everything stands."""

@@ -58,6 +58,7 @@ class Conversation:
     context_key: str | None = None
     path: str | None = None  # the notebook this chat belongs to (its kernel runs the tools)
     mode: Mode = "ask"
+    limit_usd: float | None = None  # the chat's own spending limit (None: the server's default)
 
     def to_json(self) -> dict[str, Any]:
         fields = ("id", "title", "created", "origin", "agent", "tainted", "path", "mode")
@@ -108,10 +109,19 @@ class Spend:
     output_tokens: int
     created: float
     estimated: bool = False  # counted by Conch (providers/base.py estimate_usage), not billed
+    message_id: str | None = None  # the reply it paid for, when one was kept
     seq: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        fields = ("usd", "agent", "input_tokens", "output_tokens", "estimated", "created")
+        fields = (
+            "usd",
+            "agent",
+            "input_tokens",
+            "output_tokens",
+            "estimated",
+            "created",
+            "message_id",
+        )
         return {name: getattr(self, name) for name in fields}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _V1 = """
 CREATE TABLE conversations (
@@ -154,6 +154,27 @@ def _to_v7(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_by_conversation_time ON spend (conversation_id, created)")
 
 
+# Cost in sight (issue 23): which reply a ledger row paid for (`message_id`, so each reply shows its
+# tokens and cost), a chat's own spending limit set in its header (`limit_usd`; NULL: the server's
+# c.ConchApp.chat_limit_usd), and the month's budget set in Settings (`limits`, name "month"; no
+# row: c.ConchApp.monthly_budget_usd). A page of a long chat finds its replies' rows by message.
+_V8 = """
+ALTER TABLE spend ADD COLUMN message_id TEXT;
+CREATE INDEX spend_by_message ON spend (message_id);
+ALTER TABLE conversations ADD COLUMN limit_usd REAL CHECK (limit_usd >= 0);
+CREATE TABLE limits (
+    name TEXT PRIMARY KEY,
+    usd REAL NOT NULL CHECK (usd >= 0)
+) WITHOUT ROWID
+"""
+
+
+def _to_v8(db: sqlite3.Connection) -> None:
+    for statement in _V8.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v1,
@@ -163,4 +184,5 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v5,
     _to_v6,
     _to_v7,
+    _to_v8,
 )

@@ -21,7 +21,10 @@ Item = dict[str, Any]
 Change = Literal["items", "delta", ""]
 
 # The kinds of item the view takes (keepalives and anything unknown are not passed on).
-KINDS = {"snapshot", "resumed", "message", "event", "round", "delta", "working", "stuck"}
+KINDS = {
+    *("snapshot", "resumed", "message", "event", "round", "delta"),
+    *("working", "stuck", "roster", "budget"),
+}
 
 
 @dataclass
@@ -79,13 +82,17 @@ class ChatStream:
             self.events.add(int(item["event"]["seq"]))
         elif kind == "round":
             self.round = item.get("round")
+        elif kind == "roster":  # agents added, renamed or removed since the snapshot
+            self._roster(item.get("roster"))
         return "items"
 
     def _live(self, chat: Item) -> None:
         replies = chat.get("streaming", [])
         self.streaming = {str(r["reply"]): str(r.get("agent")) for r in replies}
         self.round = chat.get("round")
-        roster = chat.get("roster")
+        self._roster(chat.get("roster"))
+
+    def _roster(self, roster: Item | None) -> None:
         if roster is not None:
             # Your agent's name wins over an outside agent's with the same id (as the view's).
             everyone = [*roster.get("outside", []), *roster.get("agents", [])]

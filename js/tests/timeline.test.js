@@ -196,3 +196,56 @@ test("notes are Conch's, the user's words are labelled, names fall back to what 
   assert.equal(initials("data-bot"), "DB");
   assert.deepEqual([initials("écrivain"), initials("")], ["É", "?"]);
 });
+
+test("cost in sight: a metered reply's quiet line, the round's spend on its card, live and folded", () => {
+  const c = chat();
+  c.state.take({ type: "budget", budget: { round: { spent: 0.5, limit: 1 }, chat: { spent: 0.5, limit: 5 }, month: { spent: 1, limit: 50 } } });
+  c.message("u1", "user", "@Writer go");
+  c.event("round.started", { named: ["writer"] });
+  assert.equal(c.state.roundSpend, null); // the last round's spend is not this one's
+  c.round({ speaker: "writer", replies: 0, limit: 8 });
+  let card = buildItems(c.state).find((i) => i.kind === "round");
+  assert.equal(card.line, "Writer is answering · 1 of 8 replies"); // nothing spent yet: not said
+  const cost = { usd: 0.0042, input_tokens: 1200, output_tokens: 340, estimated: false };
+  c.message("a1", "agent", "Done.", { agent: "writer", round: { turn: 1 }, cost });
+  c.state.take({ type: "budget", budget: { round: { spent: 0.0042, limit: 1 }, chat: { spent: 0.5042, limit: 5 }, month: { spent: 1.0042, limit: 50 } } });
+  c.round({ speaker: "writer", replies: 1, limit: 8 });
+  const items = buildItems(c.state);
+  assert.equal(items.find((i) => i.id === "a1").cost, "1.2k tokens in · 340 out · $0.004");
+  card = items.find((i) => i.kind === "round");
+  assert.equal(card.line, "Writer is answering · 2 of 8 replies · $0.004 of $1");
+  c.round(null);
+  c.event("round.ended", { reason: "done", turns: 1, words: "Writer answered · 1 reply" });
+  card = buildItems(c.state).find((i) => i.kind === "round");
+  assert.equal(card.line, "Writer answered · 1 reply · $0.004");
+  // A reply Conch counted itself says "about"; an unmetered one has no line at all.
+  c.message("a2", "agent", "Cut.", { agent: "writer", cost: { ...cost, usd: 0.25, estimated: true } });
+  c.message("a3", "agent", "Free.", { agent: "writer" });
+  const later = buildItems(c.state);
+  assert.equal(later.find((i) => i.id === "a2").cost, "1.2k tokens in · 340 out · about $0.25");
+  assert.equal(later.find((i) => i.id === "a3").cost, undefined);
+});
+
+test("dollars and spend against a limit, in words", async () => {
+  const { dollars, spentWords } = await import("../words.js");
+  assert.equal(dollars(0), "$0.00");
+  assert.equal(dollars(0.0004), "$0.0004");
+  assert.equal(dollars(0.0042), "$0.004");
+  assert.equal(dollars(1234.5), "$1,234.50");
+  assert.equal(spentWords({ spent: 0.42, limit: 5 }), "$0.42 of $5.00");
+  assert.equal(spentWords({ spent: 0.42, limit: null }), "$0.42 · no limit");
+});
+
+test("a roster item teaches the picker names added, renamed or removed elsewhere", () => {
+  const c = chat();
+  assert.deepEqual(
+    c.state.names.mentions().map((m) => m.name),
+    ["Researcher", "Writer", "Helper"],
+  );
+  const changed = c.state.take({ type: "roster", roster: { agents: [...roster.agents, { id: "fox", name: "Fox" }], outside: [] } });
+  assert.equal(changed, "items");
+  assert.deepEqual(
+    c.state.names.mentions().map((m) => m.name),
+    ["Researcher", "Writer", "Fox"],
+  );
+});

@@ -125,7 +125,7 @@ def page_check(browser: Browser, lab: Lab, pleaser: Peer) -> None:
         "its own.",
         timeout=30_000,
     )
-    name = settings.get_by_label("Name (if not the card's)")
+    name = settings.get_by_label("Your name for it (optional)")
     expect(name).to_be_focused()
     expect(settings.locator(".conch-ask-name")).to_be_visible()
     settings.screenshot(path=screenshot_path("lab-names-asked"))

@@ -108,6 +108,18 @@ def the_run_is_drawn(chat: Locator, count: int, state: str) -> Locator:
     expect(block.locator("details")).not_to_have_attribute("open", "")
     block.locator("summary").click()
     expect(block.locator("pre.conch-code").first).to_have_text(CODE)
+    # Opened, it is brought into view: its output is inside the log's visible area.
+    output = block.locator(".conch-tool-output")
+    expect(output).to_be_in_viewport()
+    inside = """el => {
+      const log = el.closest('.conch-log').getBoundingClientRect();
+      const out = el.getBoundingClientRect();
+      return out.top >= log.top - 1 && out.bottom <= log.bottom + 1;
+    }"""
+    block.page.wait_for_function(
+        f"() => ({inside})(document.querySelectorAll('.conch-tool')"
+        f"[{count - 1}].querySelector('.conch-tool-output'))"
+    )
     return block
 
 

@@ -798,7 +798,7 @@ def test_settings_outside_agents_ask_for_a_name_rename_and_say_a_clash(page: Pag
         "{type: 'done', action: 'outside.add', ok: false, code: 'name_taken'})"
     )
     expect(page.locator(".conch-panel:visible [role=alert]")).to_have_text(words)
-    name = page.get_by_label("Name (if not the card's)")
+    name = page.get_by_label("Your name for it (optional)")
     expect(name).to_be_focused()
     expect(page.locator(".conch-ask-name")).to_be_visible()
     page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-name-asked"))

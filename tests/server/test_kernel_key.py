@@ -51,7 +51,8 @@ async def everything(api: Api, chat_id: str) -> dict[str, Any]:
         "agents": (await api("GET", "agents"))[1],
         "outside": (await api("GET", "outside"))[1],
         "pairings": (await api("GET", "pairings"))[1],
-        "chat": {k: chat[k] for k in ("mode", "messages", "events", "tainted")},
+        "chat": {k: chat[k] for k in ("mode", "messages", "events", "tainted", "budget")},
+        "month": (await api("GET", "budget"))[1],
     }
 
 
@@ -79,6 +80,8 @@ CHANGES: list[tuple[str, str, str, Any, str, int]] = [
     ("repair outside agents", "POST", "outside/repair", None, "%conch outside", 200),
     ("make a pairing", "POST", "pairings", {"agents": ["writer"]}, "%conch pairings", 201),
     ("change the mode", "PATCH", "conversations/{chat}", {"mode": "auto"}, "header", 200),
+    ("raise a chat's limit", "PATCH", "conversations/{chat}", {"limit_usd": 500}, "header", 200),
+    ("raise the month's budget", "PATCH", "budget", {"monthly_usd": 900}, "%conch agents", 200),
     ("answer a call", "POST", "conversations/{chat}/tools/t_1", {"run": True}, "the chat", 409),
 ]
 

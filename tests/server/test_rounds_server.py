@@ -411,3 +411,31 @@ async def test_injected_words_stay_inside_their_label(api: Api, models: Scripted
         assert content.count(piece) == 1
     # Only the user's own words stand outside any label.
     assert content.startswith("@Researcher go, @Writer go\n\n[Conch note")
+
+
+async def test_a_mention_of_an_agent_nobody_has_is_answered_in_words(api: Api) -> None:
+    """ "@Nobody …" is not sent silently to the chat's agent: a note says who answered and why."""
+    _, chat = await api("POST", "conversations", {})
+    path = f"conversations/{chat['id']}/messages"
+
+    async def notes_after(text: str) -> list[str]:
+        await api("POST", path, {"text": text})
+        done = await settled(api, chat["id"])
+        said = done["messages"]
+        last_user = max(i for i, m in enumerate(said) if m["role"] == "user")
+        return [m["text"] for m in said[last_user:] if m["role"] == "note"]
+
+    assert await notes_after("@Nobody what is in this notebook?") == [
+        "No agent here is called @Nobody, so Researcher answered instead (your first agent). "
+        "Add agents in Settings."
+    ]
+    assert await notes_after("@Nobody again") == [
+        "No agent here is called @Nobody, so Researcher answered instead (the last to answer "
+        "in this chat). Add agents in Settings."
+    ]
+    notes = await notes_after("@Writer and @Fo, a line each")
+    assert notes[0] == (
+        "No agent here is called @Fo, so only the agents you named answered. "
+        "Add agents in Settings."
+    )
+    assert await notes_after("Thanks, me@example.com has it.") == []

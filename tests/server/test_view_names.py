@@ -7,10 +7,13 @@ the picker may offer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from conch_jupyter.core.names import clash, name_key
@@ -186,3 +189,47 @@ async def test_the_roster_names_the_agent_of_yours_an_outside_agent_clashes_with
         {"name": "Reseаrcher", "outside": True, "clashes_with": "Researcher"},
         {"name": "Scout", "outside": True, "clashes_with": None},
     ]
+
+
+async def test_every_followed_chat_hears_names_added_renamed_and_removed(
+    api: Api, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    """Issue 23, item 2: an agent added in Settings reaches every open view at once (a `roster`
+    item on each followed chat's stream), and so do a rename and a removal."""
+    _, first = await api("POST", "conversations", {})
+    _, second = await api("POST", "conversations", {})
+    base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations"
+
+    async def rosters(chat_id: str, changes: int, out: list[list[str]]) -> None:
+        async with (
+            httpx.AsyncClient(headers=jp_auth_header, timeout=10) as http,
+            http.stream("GET", f"{base}/{chat_id}/events") as response,
+        ):
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    item = json.loads(line[5:])
+                    if item["type"] == "roster":
+                        out.append([a["name"] for a in item["roster"]["agents"]])
+                        if len(out) == changes:
+                            return
+                    elif item["type"] == "snapshot":
+                        out.append([])  # following now
+
+    heard: tuple[list[list[str]], list[list[str]]] = ([], [])
+    followers = [
+        asyncio.create_task(rosters(chat["id"], 4, seen))
+        for chat, seen in zip((first, second), heard, strict=True)
+    ]
+    while not all(heard):  # both streams are open
+        await asyncio.sleep(0.02)
+    status, fox = await api("POST", "agents", {"name": "Fox"})
+    assert status == 201
+    await api("PATCH", f"agents/{fox['id']}", {"name": "Foxglove"})
+    await api("DELETE", f"agents/{fox['id']}")
+    await asyncio.wait_for(asyncio.gather(*followers), 10)
+    for seen in heard:
+        assert seen[1:] == [
+            ["Researcher", "Writer", "Fox"],
+            ["Researcher", "Writer", "Foxglove"],
+            ["Researcher", "Writer"],
+        ]

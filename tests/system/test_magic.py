@@ -242,13 +242,36 @@ def test_a_cell_message_hands_over_and_stop_ends_the_round(kernel: Kernel) -> No
     ran = kernel.run("%%conch\n@Researcher and @Writer, take turns on a plan for a rainy weekend.")
     assert (ran.widgets, ran.errors) == (1, [])
     ran = kernel.run(WAIT_FOR_A_HANDOVER + "%conch stop")
-    assert ran.stderr.strip() == "Stopped the round."
+    # Plain words, as the cell's normal output (not a red box).
+    assert (ran.stdout.strip(), ran.stderr) == ("Stopped the round.", "")
     state = chat_state(kernel)
     card = state["card"]
     assert card["state"] == "folded"
     assert card["line"].endswith("· ended: you stopped it")
     assert "Researcher handed over to Writer" in state["handovers"]
-    assert kernel.run("%conch stop").stderr.strip() == "No round is running."
+    ran = kernel.run("%conch stop")
+    assert (ran.stdout.strip(), ran.stderr) == ("No round is running.", "")
+
+
+def test_a_question_ending_in_a_question_mark_is_sent(kernel: Kernel) -> None:
+    ran = kernel.run("%conch @Researcher what is in this notebook?")
+    assert (ran.widgets, ran.errors, ran.stderr) == (1, [], "")
+    code = (
+        "from conch_jupyter.widget import this_chat\n"
+        "chat = this_chat()\n"
+        "await chat.settled()\n"
+        "said = [m for m in chat.messages if m['role'] == 'user']\n"
+        "print(said[-1]['text'])"
+    )
+    ran = kernel.run(code)
+    assert not ran.errors, ran.errors
+    assert ran.stdout.strip().splitlines()[-1] == "@Researcher what is in this notebook?"
+    ran = kernel.run(
+        "%reload_ext conch_jupyter\n"
+        "from conch_jupyter.magic import questions_sent\n"
+        "print(get_ipython().input_transformers_cleanup.count(questions_sent))"
+    )
+    assert (ran.stdout.strip(), ran.errors) == ("1", [])  # loaded again: still read once
 
 
 def test_writing_while_a_round_runs_ends_it_and_says_so(kernel: Kernel) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conch_jupyter.rounds.mentions import mentions_in
+from conch_jupyter.rounds.mentions import mentions_in, unknown_mentions, unknown_note
 
 AGENTS = ["Writer", "Writer Pro", "Researcher", "Code Reviewer", "gpt-4.1 helper", "Critic"]
 
@@ -233,3 +233,32 @@ def test_longest_name_first_with_prefix_names(
     ends = follow in ("", " ", ", ", ". ")
     expected = [long] if ends else ([base] if suffix[0] == " " else [])
     assert mentions_in(f"hi @{long}{follow}", names) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [
+        ("@Nobody what is this?", ["Nobody"]),
+        ("@Writer and @Fo, then @Fo again", ["Fo"]),
+        ("@Writer's draft, @writer, @Data Bot", []),  # names someone has, spelled any case
+        ("@Writerly", ["Writerly"]),  # not Writer: the name runs on
+        ("mail me@example.com or see http://host/@page and `@code`", []),
+        ("```\n@fenced\n```\n@Real-Name-", ["Real-Name"]),
+        ("@42 and @ alone", []),  # a word starts with a letter
+    ],
+)
+def test_a_mention_of_an_agent_nobody_has_is_found(text: str, unknown: list[str]) -> None:
+    assert unknown_mentions(text, ["Writer", "Data Bot"]) == unknown
+
+
+def test_the_unknown_mentions_note_says_who_answered_and_why() -> None:
+    assert unknown_note(["Nobody"], "Writer", "the last to answer in this chat") == (
+        "No agent here is called @Nobody, so Writer answered instead (the last to answer in "
+        "this chat). Add agents in Settings."
+    )
+    assert unknown_note(["Fo", "Ba"], None, "") == (
+        "No agent here is called @Fo and @Ba, so only the agents you named answered. "
+        "Add agents in Settings."
+    )
+    with pytest.raises(ValueError, match="at least one"):
+        unknown_note([], None, "")

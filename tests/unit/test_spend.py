@@ -9,12 +9,19 @@ from pathlib import Path
 import pytest
 
 from conch_jupyter.agents.agent_store import Agent
+from conch_jupyter.core.policy import Policy, PolicyRefused
 from conch_jupyter.providers.base import Price, ProviderConfig, Usage
 from conch_jupyter.rounds.engine import Roster, Round, SpendRecorded
 from conch_jupyter.rounds.spend import (
     Budget,
+    LimitRefused,
+    budget_json,
+    chat_limit,
+    chat_limit_to_set,
     loop_refusal,
+    month_limit,
     month_spent_over,
+    monthly_budget_to_set,
     record_spend,
     turn_refusal,
 )
@@ -122,3 +129,56 @@ async def test_a_tool_loop_asks_no_more_once_the_round_the_chat_or_the_month_is_
     words = loop_refusal(store, monthly, metered(), chat, NOW, None, 0.5)
     assert words is not None
     assert "reached $4.50 of the $4.50 budget" in words
+
+
+@pytest.mark.parametrize("check", [chat_limit_to_set, monthly_budget_to_set])
+def test_a_limit_to_set_is_dollars_within_bounds(check: object) -> None:
+    assert callable(check)
+    budget = Budget()
+    assert check(budget, None) is None  # back to the server's default
+    assert check(budget, 0) == 0.0
+    assert check(budget, 2.499) == 2.5  # kept to the cent
+    assert check(budget, 10_000) == 10_000.0
+    for bad in (-0.01, 10_000.01):
+        with pytest.raises(LimitRefused, match=r"must be between \$0 and \$10,000\."):
+            check(budget, bad)
+
+
+async def test_the_administrators_caps_hold_over_what_the_user_sets(store: Store) -> None:
+    capped = Budget(5.0, 50.0, policy=Policy(max_chat_usd=2.0, max_monthly_usd=20.0))
+    with pytest.raises(PolicyRefused, match=r"at most \$2\.00 .*set by your administrator"):
+        chat_limit_to_set(capped, 3.0)
+    with pytest.raises(PolicyRefused, match=r"at most \$20\.00 .*set by your administrator"):
+        monthly_budget_to_set(capped, 25.0)
+    assert chat_limit_to_set(capped, None) is None  # back to the default, which is capped
+    assert chat_limit_to_set(capped, 1.5) == 1.5
+    chat = (await store.create_conversation()).id
+    assert chat_limit(store, capped, chat) == 2.0  # the server's $5 default, capped
+    await store.set_chat_limit(chat, 9.0)  # set before the policy came
+    assert chat_limit(store, capped, chat) == 2.0
+    assert month_limit(store, capped) == 20.0
+    await store.add_spend(2.0, conversation_id=chat)
+    words = turn_refusal(store, capped, metered(), chat, NOW)
+    assert words is not None
+    assert "set by your administrator" in words
+
+
+async def test_the_limits_set_by_the_user_win_over_the_servers(store: Store) -> None:
+    chat = (await store.create_conversation()).id
+    budget = Budget(chat_limit_usd=5.0, monthly_budget_usd=50.0)
+    await store.add_spend(1.0, conversation_id=chat)
+    assert turn_refusal(store, budget, metered(), chat, NOW) is None
+    await store.set_chat_limit(chat, 1.0)
+    words = turn_refusal(store, budget, metered(), chat, NOW)
+    assert words is not None
+    assert "spent $1.00 of its $1.00 limit" in words
+    shown = budget_json(store, budget, chat, NOW, None)
+    assert shown["chat"] == {"spent": 1.0, "limit": 1.0}
+    await store.set_chat_limit(chat, None)
+    await store.set_monthly_budget(0.5)
+    words = turn_refusal(store, budget, metered(), chat, NOW)
+    assert words is not None
+    assert "reached $1.00 of the $0.50 budget" in words
+    assert budget_json(store, budget, chat, NOW, None)["month"] == {"spent": 1.0, "limit": 0.5}
+    await store.set_monthly_budget(None)
+    assert turn_refusal(store, budget, metered(), chat, NOW) is None

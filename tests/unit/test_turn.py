@@ -109,12 +109,15 @@ async def test_a_reply_streams_live_is_kept_and_billed_from_the_providers_usage(
     assert (stored.id, stored.text, stored.agent, stored.round) == (
         reply.id, "Old pond, frog", writer.id, {"turn": 1},
     )  # fmt: skip
-    # Its seq beside it: where a stream that resumes stands.
-    message = {**stored.to_json(), "name": "Writer"}
-    assert items[-1] == {"type": "message", "message": message, "seq": stored.seq}
+    # The stored reply goes out with its tokens and cost, for its quiet line in the view, and
+    # its seq beside it: where a stream that resumes stands.
+    cost = {"usd": 7.0, "input_tokens": 3, "output_tokens": 2, "estimated": False}
+    said = {**stored.to_json(), "name": "Writer", "cost": cost}
+    assert items[-1] == {"type": "message", "message": said, "seq": stored.seq}
     assert room.store.get_conversation(room.chat).agent == writer.id  # type: ignore[union-attr]
     (entry,) = room.store.spend_entries(room.chat)
     assert (entry.usd, entry.estimated, entry.input_tokens) == (3 + 2 * 2, False, 3)
+    assert entry.message_id == reply.id  # the ledger's row names the reply it paid for
     assert reply.cost == 7
     # The request carried the history and the system prompt the caller gave.
     sent = models.requests[-1].json
