@@ -117,6 +117,10 @@ def test_openai_offers_the_tools_and_sends_the_loop_back_in_its_format(
         "read_notebook",
         "list_variables",
         "run_code",
+        "add_cell",
+        "edit_cell",
+        "delete_cell",
+        "run_cell",
     ]
     assert body["tools"][2] == {
         "type": "function",
