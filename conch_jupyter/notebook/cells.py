@@ -103,6 +103,7 @@ class Undo:
     kind: Literal["remove", "restore", "reinsert"]
     cell: Cell  # remove/restore: the cell as the write left it; reinsert: the deleted cell
     expect: str
+    original: Cell | None = None  # restore: the cell before the write (its metadata too)
     before: str = ""  # restore: the source to put back
     index: int = 0  # reinsert: where it was
     after: str | None = None  # reinsert: the cell it followed, if that cell is still there
@@ -167,7 +168,8 @@ def undo_of(write: Write, before: Sequence[Cell]) -> Undo | None:
     if write.kind == "add":
         return Undo("remove", write.cell, write.new)
     if write.kind == "edit":
-        return Undo("restore", write.cell, write.new, before=write.old)
+        original = before[write.index]
+        return Undo("restore", write.cell, write.new, before=write.old, original=original)
     if write.kind == "delete":
         after = before[write.index - 1].id if write.index > 0 else None
         return Undo("reinsert", write.cell, "", index=write.index, after=after)
@@ -176,7 +178,8 @@ def undo_of(write: Write, before: Sequence[Cell]) -> Undo | None:
 
 @dataclass(frozen=True)
 class UndoStep:
-    """An undo to apply now: at `index`, remove the cell, set its source, or insert `cell`."""
+    """An undo to apply now: at `index`, remove the cell, insert `cell`, or give the cell back
+    `source` and `cell`'s metadata (restore)."""
 
     kind: Literal["remove", "restore", "reinsert"]
     index: int
@@ -201,7 +204,8 @@ def undo_step(undo: Undo, cells: Sequence[Cell]) -> UndoStep | Refusal:
         )
     if undo.kind == "remove":
         return UndoStep("remove", index, cells[index])
-    return UndoStep("restore", index, cells[index], undo.before)
+    # The cell as it was before the write: its source, and its metadata (no `conch` mark).
+    return UndoStep("restore", index, undo.original or cells[index], undo.before)
 
 
 _VERB = {EDIT_CELL: "written", DELETE_CELL: "deleted", RUN_CELL: "run"}

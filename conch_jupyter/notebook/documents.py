@@ -218,8 +218,8 @@ def _file_undo(cells: list[Cell], step: UndoStep) -> list[Cell]:
         cells.insert(step.index, step.cell)
     else:
         old = cells[step.index]
-        cells[step.index] = Cell(
-            old.id, old.cell_type, step.source, old.outputs, old.execution_count, old.metadata
+        cells[step.index] = dataclasses.replace(
+            old, source=step.source, metadata=step.cell.metadata
         )
     return cells
 
@@ -252,6 +252,11 @@ def _live_undo(shared: Any, step: UndoStep) -> None:
             shared.ycells.insert(step.index, shared.create_ycell(step.cell.to_nbformat()))
         else:
             shared.set_cell(step.index, source=step.source)
+            metadata = shared.ycells[step.index]["metadata"]
+            if "conch" in step.cell.metadata:
+                metadata["conch"] = copy.deepcopy(dict(step.cell.metadata["conch"]))
+            elif "conch" in metadata:
+                del metadata["conch"]
 
 
 def _live_output(ycell: Any, output: dict[str, Any]) -> Any:

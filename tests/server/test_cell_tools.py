@@ -228,6 +228,7 @@ async def test_undo_is_the_users_and_restores_each_write(
         assert (status, body) == (200, {"call_id": call_id, "undone": True})
     assert [c.source for c in saved(draft).cells] == ["# Draft", "x = 1"]
     assert cell_ids(draft) == [first, second]  # the deleted cell is back, with its own id
+    assert "conch" not in saved(draft).cells[1].metadata  # the agent's mark went with its edit
     status, body = await api("POST", f"conversations/{chat}/tools/{add}/undo")
     assert status == 409
     assert body["error"]["code"] == "not_undoable"

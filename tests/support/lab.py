@@ -75,8 +75,18 @@ class Lab:
 
 
 @contextmanager
-def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05) -> Iterator[Lab]:
-    """JupyterLab serving root/work; yields once Conch's API answers, stops it after."""
+def running_lab(
+    root: Path,
+    *,
+    base_url: str = "/",
+    offline_delay: float = 0.05,
+    python: str = sys.executable,
+    env_extra: dict[str, str] | None = None,
+) -> Iterator[Lab]:
+    """JupyterLab serving root/work; yields once Conch's API answers, stops it after.
+
+    `python`: another venv's (tests/live: one with jupyter-collaboration), where Conch is found
+    on `env_extra`'s PYTHONPATH and enabled in the Jupyter config folder written here."""
     (root / "work").mkdir(exist_ok=True)
     home = root / "jupyter-home"
     env = {
@@ -93,9 +103,13 @@ def running_lab(root: Path, *, base_url: str = "/", offline_delay: float = 0.05)
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
+    if python != sys.executable:
+        enabled = '{"ServerApp": {"jpserver_extensions": {"conch_jupyter": true}}}'
+        (home / "config" / "jupyter_server_config.json").write_text(enabled)
+    env.update(env_extra or {})
     port, token = free_port(), "t" + os.urandom(12).hex()
     command = [
-        sys.executable,
+        python,
         "-m",
         "jupyterlab",
         "--no-browser",

@@ -160,3 +160,12 @@ def test_cell_of_joins_nbformat_source_lists() -> None:
     )
     assert (cell.source, cell.execution_count, len(cell.outputs)) == ("a = 1\nb = 2", 3, 1)
     assert cell.to_nbformat()["source"] == "a = 1\nb = 2"
+
+
+def test_undo_of_an_edit_gives_back_the_cells_own_metadata() -> None:
+    edit = planned("edit_cell", {"cell_id": "a", "source": "x = 5"})
+    undo = undo_of(edit, CELLS)
+    assert undo is not None
+    step = undo_step(undo, [Cell("a", "code", "x = 5", metadata=edit.cell.metadata), *CELLS[1:]])
+    assert not isinstance(step, Refusal)
+    assert "conch" not in step.cell.metadata  # the agent's mark goes with its write
