@@ -22,10 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def requirements() -> list[str]:
-    """The package's dependencies with its `lab` and `live` extras, as pyproject.toml says."""
+    """The package's dependencies with its `lab` and `live` extras, as pyproject.toml says, and
+    Notebook 7 as the test extra pins it (the second page)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    return [*project["dependencies"], *extras["lab"], *extras["live"]]
+    notebook = [r for r in extras["test"] if r.startswith("notebook")]
+    return [*project["dependencies"], *extras["lab"], *extras["live"], *notebook]
 
 
 def live_python() -> str:
