@@ -86,7 +86,9 @@ class NotebookDocuments:
     async def read(self, path: str) -> Book:
         shared = await self._shared(path)
         if shared is not None:
-            return Book("live", [cell_of(y.to_py()) for y in shared.ycells])
+            with shared.ydoc.transaction():  # one snapshot of every cell (and one transaction)
+                raw = [ycell.to_py() for ycell in shared.ycells]
+            return Book("live", [cell_of(cell) for cell in raw])
         model = await self._model(path)
         cells = [cell_of(raw) for raw in model["content"].get("cells", [])]
         where: Where = "held" if await ensure_async(self.is_open(path)) else "file"
