@@ -45,8 +45,14 @@ class Lab:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            # Its own folder as the working one: jupyter-collaboration keeps its document store
+            # (.jupyter_ystore.db) there.
             self.process = subprocess.Popen(
-                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+                self.command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd=self.log.parent,
             )
         deadline = time.monotonic() + START_DEADLINE
         while True:
