@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
     chromium,
@@ -25,12 +25,13 @@ from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
     need_chromium,
     screenshot_path,
 )
-from ..support.lab import Lab, notebook, open_notebook, running_lab
+from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
 from .env import live_env, live_python
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 BOOK = "live.ipynb"
+DEMO = "demo.ipynb"  # the chat in the notebook itself, for the approval and Undo in the view
 # Each cell of the page's notebook as the page holds it (its shared model).
 CELLS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -47,6 +48,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = root / "work"
     work.mkdir()
     (work / BOOK).write_text(notebook("a = 1", "b = 2", "c = 3"))
+    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch"))
     with running_lab(root, offline_delay=0, python=python, env_extra=live_env()) as running:
         yield running
 
@@ -271,3 +273,51 @@ def wait_for_file(lab: Lab, check: Any, seconds: float = 20) -> None:
     while not check(read_file(lab)):
         assert time.monotonic() < deadline, json.dumps(read_file(lab))[:2000]
         time.sleep(0.2)
+
+
+def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
+    lab: Lab, browser: Browser
+) -> None:
+    page = open_notebook(browser, f"{lab.url}lab/tree/{DEMO}?token={lab.token}")
+    console = Console(page)
+    run_all(page)
+    chat = page.locator(".conch-chat").first
+    expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
+    box = chat.locator(".conch-input")
+    box.fill("@Researcher add and run a cell:\n```python\nprint(6 * 7)\n```")
+    box.press("Enter")
+    approval = chat.locator(".conch-approval")
+    expect(approval).to_have_count(1, timeout=60_000)
+    expect(approval.locator(".conch-approval-head")).to_have_text(
+        "Researcher wants to add a code cell at the end"
+    )
+    expect(approval.locator(".conch-cell-change")).to_have_text("+ print(6 * 7)\n")
+    chat.screenshot(path=screenshot_path("live-cells-approval-add"))
+    approval.get_by_role("button", name="Add it").click()
+    # The cell is in the notebook at once; then its run asks, showing the cell's code.
+    page.wait_for_function(
+        f"() => ({CELLS})().some(c => c.source === 'print(6 * 7)')", timeout=MOMENT
+    )
+    expect(approval.locator(".conch-approval-head")).to_contain_text(
+        "wants to run cell", timeout=30_000
+    )
+    expect(approval.locator(".conch-cell-change")).to_have_text("  print(6 * 7)\n")
+    chat.screenshot(path=screenshot_path("live-cells-approval-run"))
+    approval.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function(
+        f"""() => ({CELLS})().some(c => c.source === 'print(6 * 7)'
+              && JSON.stringify(c.outputs).includes('42') && c.execution_count > 0)""",
+        timeout=30_000,
+    )
+    added = chat.locator(".conch-tool[data-tool=add_cell]")
+    expect(added).to_have_count(1, timeout=30_000)
+    expect(added.locator("summary")).to_have_text("Researcher · add a cell · ran")
+    page.screenshot(path=screenshot_path("live-cells-added-and-ran"))
+    # Undo, under the write: the added cell goes from the notebook, and Undo with it.
+    added.get_by_role("button", name="Undo").click()
+    page.wait_for_function(
+        f"() => !({CELLS})().some(c => c.source === 'print(6 * 7)')", timeout=MOMENT
+    )
+    expect(added.get_by_role("button", name="Undo")).to_have_count(0, timeout=10_000)
+    assert console.errors == []
+    page.context.close()
