@@ -169,3 +169,28 @@ def test_undo_of_an_edit_gives_back_the_cells_own_metadata() -> None:
     step = undo_step(undo, [Cell("a", "code", "x = 5", metadata=edit.cell.metadata), *CELLS[1:]])
     assert not isinstance(step, Refusal)
     assert "conch" not in step.cell.metadata  # the agent's mark goes with its write
+
+
+def test_a_runs_outputs_for_its_cell_join_streams_and_are_bounded() -> None:
+    from conch_jupyter.notebook.kernel import CELL_OUTPUTS, CELL_TEXT, RunOutput
+
+    output = RunOutput(cells=[])
+    output.add_output({"output_type": "stream", "name": "stdout", "text": "a"})
+    output.add_output({"output_type": "stream", "name": "stdout", "text": "b"})
+    output.add_output({"output_type": "stream", "name": "stderr", "text": "!"})
+    output.add_output({"output_type": "execute_result", "data": {"text/plain": "1"}})
+    assert output.cells == [
+        {"output_type": "stream", "name": "stdout", "text": "ab"},
+        {"output_type": "stream", "name": "stderr", "text": "!"},
+        {"output_type": "execute_result", "data": {"text/plain": "1"}},
+    ]
+    flood = RunOutput(cells=[])
+    for _ in range(CELL_OUTPUTS + 50):
+        flood.add_output({"output_type": "display_data", "data": {}})
+    flood.add_output({"output_type": "stream", "name": "stdout", "text": "x" * (CELL_TEXT + 10)})
+    assert flood.cells is not None
+    assert len(flood.cells) == CELL_OUTPUTS
+    assert flood.cell_text == CELL_TEXT
+    plain = RunOutput()  # run_code keeps no outputs for a cell
+    plain.add_output({"output_type": "stream", "name": "stdout", "text": "a"})
+    assert plain.cells is None
