@@ -278,7 +278,9 @@ def wait_for_file(lab: Lab, check: Any, seconds: float = 20) -> None:
 def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     lab: Lab, browser: Browser
 ) -> None:
-    page = open_notebook(browser, f"{lab.url}lab/tree/{DEMO}?token={lab.token}")
+    # A workspace of its own: the default one would open live.ipynb too (the other pages' notebook),
+    # and Run all would run that one.
+    page = open_notebook(browser, f"{lab.url}lab/workspaces/demo/tree/{DEMO}?token={lab.token}")
     console = Console(page)
     run_all(page)
     chat = page.locator(".conch-chat").first
