@@ -57,3 +57,16 @@ export function undoBar(item, undo) {
   });
   return h("div", { class: "conch-undo-bar" }, button, said);
 }
+
+/**
+ * What a write to a cell changed, in its tool message's folded block: the cell's id and the
+ * change as the approval showed it. Nothing for other tools.
+ * @param {{[key: string]: any}} item
+ * @returns {HTMLElement[]}
+ */
+export function cellRecord(item) {
+  if (!["add_cell", "edit_cell", "delete_cell"].includes(item.tool) || (!item.old && !item.new)) return [];
+  const { code } = cellChange(/** @type {any} */ ({ tool: item.tool, old: item.old, new: item.new }));
+  const which = item.cell_id ? `Cell ${item.cell_id}` : "The cell";
+  return [h("div", { class: "conch-tool-label", text: `${which}: the change` }), code];
+}

@@ -11,7 +11,7 @@
  * are shown, never turned into DOM.
  */
 
-import { cellChange, undoBar } from "./cell-views.js";
+import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
 import { CELL_TOOLS, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 
@@ -244,7 +244,7 @@ export function stuckBlock(actions, announce, refocus) {
  * @param {((callId: string) => Promise<string>) | undefined} [undo]
  */
 export function toolBlock(item, undo = undefined) {
-  const parts = [];
+  const parts = [...cellRecord(item)];
   if (item.code)
     parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
   parts.push(

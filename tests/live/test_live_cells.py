@@ -314,6 +314,9 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     added = chat.locator(".conch-tool[data-tool=add_cell]")
     expect(added).to_have_count(1, timeout=30_000)
     expect(added.locator("summary")).to_have_text("Researcher · add a cell · ran")
+    # The chat keeps what the write changed: the cell's id and its text.
+    expect(added.locator(".conch-cell-change")).to_have_text("+ print(6 * 7)\n")
+    expect(added.locator(".conch-tool-label").first).to_contain_text("the change")
     page.screenshot(path=screenshot_path("live-cells-added-and-ran"))
     # Undo, under the write: the added cell goes from the notebook, and Undo with it.
     added.get_by_role("button", name="Undo").click()
