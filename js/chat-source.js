@@ -231,6 +231,16 @@ export function directChat(api, conversationId, refused) {
       redraw();
       return "";
     },
+    async undo(callId) {
+      // The user's Undo of an agent's write; the server sends the tool message again, undo off.
+      try {
+        await api.request("POST", `${path}/tools/${encodeURIComponent(callId)}/undo`);
+        state.update({ problem: "" });
+        return "";
+      } catch (error) {
+        return error instanceof ConchError ? error.message : String(error);
+      }
+    },
     async kernel(action) {
       try {
         const answer = await api.request("POST", `${path}/kernel/${action}`);

@@ -59,6 +59,7 @@ export function chatView(model, el, connect) {
     setMode: async (mode) => source.setMode?.(mode),
     answer: async (callId, run) => (source.answer ? source.answer(callId, run) : "Answer from JupyterLab or Notebook 7."),
     kernel: async (action) => (source.kernel ? source.kernel(action) : "Do this from JupyterLab or Notebook 7."),
+    undo: async (callId) => (source.undo ? source.undo(callId) : "Undo from JupyterLab or Notebook 7."),
   };
   const modes = modeSwitch(actions);
   const spend = chatSpend(source.setLimit);
@@ -68,6 +69,7 @@ export function chatView(model, el, connect) {
       if (words && status.textContent !== words) status.textContent = words;
     },
     stop: () => source.stop(),
+    undo: actions.undo,
   };
   const refocus = () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus();
   const asks = approvals(actions, ctx.announce, refocus);

@@ -13,7 +13,7 @@ import { toolBlock } from "./tool-views.js";
 
 /**
  * @typedef {{kind: string, id: string, [key: string]: any}} Item
- * @typedef {{announce(words: string): void, stop(): void}} Context
+ * @typedef {{announce(words: string): void, stop(): void, undo?: (callId: string) => Promise<string>}} Context
  * @typedef {{el: HTMLElement, update?: (item: any) => void, stop?: () => void}} Drawn
  */
 
@@ -89,7 +89,7 @@ function shownWhenOpened(el) {
 /** @param {Item} item @param {Context} ctx @returns {Drawn} */
 export function drawItem(item, ctx) {
   if (item.kind === "round") return roundCard(/** @type {any} */ (item), ctx);
-  if (item.kind === "tool") return { el: shownWhenOpened(toolBlock(item)) };
+  if (item.kind === "tool") return { el: shownWhenOpened(toolBlock(item, ctx.undo)) };
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
   }

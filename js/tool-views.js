@@ -11,9 +11,10 @@
  * are shown, never turned into DOM.
  */
 
+import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
 import { modeLock } from "./policy.js";
-import { MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
+import { CELL_TOOLS, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 
 /**
  * @typedef {import("./tools.js").Asking} Asking
@@ -25,6 +26,7 @@ import { MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
  *   setMode(mode: Mode): Promise<void>,
  *   answer(callId: string, run: boolean): Promise<string>,
  *   kernel(action: KernelAction): Promise<string>,
+ *   undo(callId: string): Promise<string>,
  * }} ToolActions
  */
 
@@ -124,22 +126,25 @@ export function approvals(actions, announce, refocus) {
       }
     };
     const sending = asking.tool === SEND_OUTSIDE;
-    const yes = sending ? "Send" : "Run";
-    const nope = sending ? "Don't send" : "Don't run";
+    const cell = CELL_TOOLS.has(asking.tool) ? cellChange(asking) : null;
+    const yes = sending ? "Send" : cell ? cell.words.yes : "Run";
+    const nope = sending ? "Don't send" : cell ? cell.words.no : "Don't run";
     const run_ = h("button", { type: "button", class: "conch-button conch-run", text: yes, onclick: () => answer(true) });
     const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: nope, onclick: () => answer(false) });
     // Exactly what would go out or run, in full, as text.
     const shownText = sending ? asking.text || "" : asking.code || "";
     const label = sending ? "The words" : "The code";
-    const code = h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
-    const headWords = sending
-      ? [
-          h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
-          " send these words to ",
-          h("span", { class: "conch-who", text: who }),
-          " (an outside agent)?",
-        ]
-      : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
+    const code = cell ? cell.code : h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
+    const headWords = cell
+      ? [h("span", { class: "conch-who", text: who }), cell.words.head]
+      : sending
+        ? [
+            h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
+            " send these words to ",
+            h("span", { class: "conch-who", text: who }),
+            " (an outside agent)?",
+          ]
+        : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
       { class: "conch-approval" + (sending ? " is-send" : ""), "aria-labelledby": head, "data-call": asking.call_id, "data-tool": asking.tool },
@@ -246,11 +251,12 @@ export function stuckBlock(actions, announce, refocus) {
 
 /**
  * A tool message: a quiet, folded block under the agent's reply — what ran, what came back,
- * how it ended.
+ * how it ended; a write to a cell offers Undo while the server does.
  * @param {{[key: string]: any}} item
+ * @param {((callId: string) => Promise<string>) | undefined} [undo]
  */
-export function toolBlock(item) {
-  const parts = [];
+export function toolBlock(item, undo = undefined) {
+  const parts = [...cellRecord(item)];
   if (item.code)
     parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
   parts.push(
@@ -266,5 +272,6 @@ export function toolBlock(item) {
       h("summary", { class: "conch-tool-summary" }, h("span", { class: "conch-tool-mark", "aria-hidden": "true" }), h("span", { text: item.summary })),
       h("div", { class: "conch-tool-body" }, ...parts),
     ),
+    undoBar(/** @type {any} */ (item), undo),
   );
 }

@@ -9,7 +9,8 @@
 /**
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
- * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string}} Asking
+ * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string,
+ *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -104,12 +105,14 @@ export class ToolState {
    * go to an outside agent (`send_outside`). @returns {Asking[]}
    */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE);
+    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || CELL_TOOLS.has(a.tool));
   }
 }
 
 /** A message from the notebook's kernel waiting for the user's yes before it goes outside. */
 export const SEND_OUTSIDE = "send_outside";
+/** The tools that write the user's cells (run_cell writes its outputs): each asks in Ask. */
+export const CELL_TOOLS = new Set(["add_cell", "edit_cell", "delete_cell", "run_cell"]);
 
 /** @param {unknown} mode @returns {Mode} */
 function modeOf(mode) {
@@ -129,7 +132,13 @@ function askingOf(event) {
   const { call_id, agent, name, code, outside, text } = event;
   // A message from the kernel waiting to go to an outside agent: who it goes to, the words.
   if (event.type === "send.asking") return { call_id: String(call_id), agent: "", name, tool: SEND_OUTSIDE, outside, text };
-  return { call_id: String(call_id), agent: String(agent || ""), name, tool: String(event.tool || ""), code };
+  const tool = String(event.tool || "");
+  if (CELL_TOOLS.has(tool)) {
+    // The change the yes is asked for: the cell, its text before and after (DESIGN.md).
+    const { cell_id, old, after, cell_type } = event;
+    return { call_id: String(call_id), agent: String(agent || ""), name, tool, code, cell_id, old, new: event.new, after, cell_type };
+  }
+  return { call_id: String(call_id), agent: String(agent || ""), name, tool, code };
 }
 
 /**
@@ -143,6 +152,10 @@ export function workingWords(working, name) {
   if (working.state === "waiting") return `${name} is waiting for the kernel`;
   if (working.tool === "run_code") return `${name} is running code`;
   if (working.tool === "read_notebook") return `${name} is reading the notebook`;
+  if (working.tool === "add_cell") return `${name} is adding a cell`;
+  if (working.tool === "edit_cell") return `${name} is editing a cell`;
+  if (working.tool === "delete_cell") return `${name} is deleting a cell`;
+  if (working.tool === "run_cell") return `${name} is running a cell`;
   if (working.tool === "list_variables") return `${name} is looking at the variables`;
   return `${name} is using a tool`;
 }
@@ -161,6 +174,10 @@ const DOING = {
   run_code: "code",
   read_notebook: "read the notebook",
   list_variables: "listed the variables",
+  add_cell: "add a cell",
+  edit_cell: "edit a cell",
+  delete_cell: "delete a cell",
+  run_cell: "run a cell",
 };
 
 /**
@@ -183,6 +200,15 @@ export function toolItem(message, name) {
     summary: `${name} · ${what} · ${ENDINGS[state] || state}`,
     code: typeof message.code === "string" ? message.code : "",
     output: String(message.output ?? message.text ?? ""),
+    // A write to a cell: which, its text before and after, and whether Undo is offered now.
+    ...(CELL_TOOLS.has(tool)
+      ? {
+          cell_id: typeof message.cell_id === "string" ? message.cell_id : "",
+          old: typeof message.old === "string" ? message.old : "",
+          new: typeof message.new === "string" ? message.new : "",
+          undo: message.undo === true,
+        }
+      : {}),
   };
 }
 

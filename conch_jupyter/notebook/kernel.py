@@ -112,6 +112,15 @@ class KernelBusy(Exception):
 class RunResult:
     output: str
     ending: Ending
+    # For run_cell: the run's outputs in nbformat's JSON, and the kernel's execution count.
+    outputs: tuple[dict[str, Any], ...] = ()
+    execution_count: int | None = None
+
+
+# What a cell keeps of a run (run_cell): at most this many outputs and characters of stream text,
+# like the model's share, bounded so code printing for a minute cannot fill the server's memory.
+CELL_OUTPUTS = 200
+CELL_TEXT = 1_000_000
 
 
 @dataclass
@@ -123,6 +132,25 @@ class RunOutput:
     parts: list[str] = field(default_factory=list)
     kept: int = 0
     total: int = 0
+    # run_cell's: the outputs as nbformat JSON (None: not kept), and the execution count.
+    cells: list[dict[str, Any]] | None = None
+    cell_text: int = 0
+    count: int | None = None
+
+    def add_output(self, output: dict[str, Any]) -> None:
+        """One output for the cell: consecutive stream text of one name joins, as in Jupyter."""
+        if self.cells is None:
+            return
+        if output["output_type"] == "stream":
+            text = str(output.get("text", ""))[: max(CELL_TEXT - self.cell_text, 0)]
+            self.cell_text += len(text)
+            last = self.cells[-1] if self.cells else None
+            if last and last["output_type"] == "stream" and last["name"] == output["name"]:
+                last["text"] += text
+                return
+            output = {**output, "text": text}
+        if len(self.cells) < CELL_OUTPUTS:
+            self.cells.append(output)
 
     def add(self, text: str) -> None:
         self.total += len(text)
@@ -189,17 +217,23 @@ class NotebookKernels:
                     return str(kernel["id"])
         return None
 
-    async def notebook(self, path: str) -> dict[str, Any]:
-        """The notebook as last saved (nbformat's JSON)."""
-        model = await ensure_async(self.contents.get(path, content=True, type="notebook"))
-        content: dict[str, Any] = json.loads(json.dumps(model["content"]))
-        return content
+    async def is_open(self, path: str) -> bool:
+        """A kernel session holds the notebook: a page has it open (as far as the server can
+        tell without a shared document)."""
+        return await self.kernel_id(path) is not None
 
     async def run(
-        self, path: str | None, code: str, on_state: OnState, on_stuck: OnStuck | None = None
+        self,
+        path: str | None,
+        code: str,
+        on_state: OnState,
+        on_stuck: OnStuck | None = None,
+        *,
+        for_cell: bool = False,
     ) -> RunResult:
         """Run an agent's code in the notebook's kernel. Cancelling it interrupts the kernel;
-        when the run goes on all the same, `on_stuck` gets it (before the cancellation goes on)."""
+        when the run goes on all the same, `on_stuck` gets it (before the cancellation goes on).
+        `for_cell` (run_cell): the result carries the outputs and execution count for the cell."""
         kernel_id = await self._require(path)
         if kernel_id in self._stuck:
             on_state("waiting")  # an earlier run that Stop could not end still holds the kernel
@@ -214,7 +248,7 @@ class NotebookKernels:
             msg_id = client.execute(
                 code, store_history=True, allow_stdin=False, stop_on_error=False
             )
-            output = RunOutput()
+            output = RunOutput(cells=[] if for_cell else None)
             failed = False
             deadline = time.monotonic() + self.run_seconds
             begun: list[bool] = []  # the kernel said it began the run (before any Stop)
@@ -228,7 +262,10 @@ class NotebookKernels:
                     )
                 # The words that say why it ended are never the part that gets cut.
                 return RunResult(
-                    output.text(OUTPUT_LIMIT - len(TIMEOUT_WORDS)) + TIMEOUT_WORDS, "timeout"
+                    output.text(OUTPUT_LIMIT - len(TIMEOUT_WORDS)) + TIMEOUT_WORDS,
+                    "timeout",
+                    tuple(output.cells or ()),
+                    output.count,
                 )
             except asyncio.CancelledError:
                 # Stop: the agent's own code is what runs now (we waited for the user's cell).
@@ -238,7 +275,9 @@ class NotebookKernels:
                     if on_stuck is not None:
                         on_stuck(stuck)
                 raise
-            return RunResult(output.text() or "(no output)", "failed" if failed else "ran")
+            ending: Ending = "failed" if failed else "ran"
+            outputs = tuple(output.cells or ())
+            return RunResult(output.text() or "(no output)", ending, outputs, output.count)
         finally:
             if not handed_on:
                 lock.release()
@@ -500,19 +539,34 @@ class NotebookKernels:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue  # the user's own cells, or another client's
             kind, content = msg["header"]["msg_type"], msg["content"]
-            if kind == "execute_input" and began is not None:
-                began.append(True)
+            if kind == "execute_input":
+                if began is not None:
+                    began.append(True)
+                count = content.get("execution_count")
+                output.count = count if isinstance(count, int) else output.count
             if kind == "status" and content.get("execution_state") == "idle":
                 return failed
             if kind == "stream":
                 output.add(str(content.get("text", "")))
+                name = "stderr" if content.get("name") == "stderr" else "stdout"
+                output.add_output({"output_type": "stream", "name": name, "text": content["text"]})
             elif kind in ("execute_result", "display_data"):
                 output.add(_shown(content.get("data") or {}))
+                shown = {
+                    "output_type": kind,
+                    "data": content.get("data") or {},
+                    "metadata": content.get("metadata") or {},
+                }
+                if kind == "execute_result":
+                    shown["execution_count"] = content.get("execution_count")
+                output.add_output(shown)
             elif kind == "error":
                 failed = True
                 trace = "\n".join(_ANSI.sub("", line) for line in content.get("traceback", []))
                 output.add(trace or f"{content.get('ename')}: {content.get('evalue')}")
                 output.add("\n")
+                error = {k: content.get(k) for k in ("ename", "evalue", "traceback")}
+                output.add_output({"output_type": "error", **error})
 
     async def _shell_reply(self, client: Any, msg_id: str) -> dict[str, Any]:
         deadline = time.monotonic() + ANSWER_SECONDS

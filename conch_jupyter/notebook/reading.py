@@ -1,7 +1,8 @@
 """What the reading tools say: a notebook and a kernel's variables as text for a model.
 
-Pure (no I/O): the notebook as last saved (nbformat's JSON) with the inputs the kernel ran since,
-and the rows `list_variables` gets back, each turned into plain text. Pictures are one-line
+Pure (no I/O): the notebook's cells (as the open pages show them now, or as last saved) with the
+inputs the kernel ran that no cell holds, and the rows `list_variables` gets back, each turned
+into plain text. Each cell is named by its id, which the cell tools take. Pictures are one-line
 mentions; outputs keep their text. The caller cuts the whole to the output bound.
 """
 
@@ -10,27 +11,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .cells import Cell
+
 # One output or cell source is cut here already, so one huge cell cannot hide all the others.
 PIECE_LIMIT = 2_000
 
 
-def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | str) -> str:
-    """The saved cells with their text outputs, then what the kernel ran that is not saved.
+def notebook_text(path: str, cells: Sequence[Cell], ran: Sequence[str] | str, live: bool) -> str:
+    """The cells with their ids and text outputs, then what the kernel ran that no cell holds.
 
-    `ran` is the kernel's input history this session, or words saying why it is not known.
+    `ran` is the kernel's input history this session, or words saying why it is not known;
+    `live`: the cells are the shared document's (what every open page shows now).
     """
-    cells = notebook.get("cells") or []
-    lines = [f"Notebook {path} as last saved: {len(cells)} cells."]
+    how = "as it is now in the open pages (unsaved edits included)" if live else "as last saved"
+    lines = [f"Notebook {path} {how}: {len(cells)} cells."]
     saved: set[str] = set()
     for number, cell in enumerate(cells, 1):
-        kind = cell.get("cell_type", "code")
-        source = _text(cell.get("source", ""))
-        count = cell.get("execution_count")
-        head = f"[{number}] {kind}" + (f", In [{count}]" if count else "")
-        lines += ["", f"{head}:", _cut(source) or "(empty)"]
-        if kind == "code":
-            saved.add(source.strip())
-            shown = "".join(_output(o) for o in cell.get("outputs") or [])
+        count = cell.execution_count
+        head = f"[{number}] {cell.cell_type}, id {cell.id}" + (f", In [{count}]" if count else "")
+        conch = cell.metadata.get("conch")
+        if isinstance(conch, dict) and conch.get("agent"):
+            head += f", written by agent {str(conch['agent'])[:80]}"
+        lines += ["", f"{head}:", _cut(cell.source) or "(empty)"]
+        if cell.cell_type == "code":
+            saved.add(cell.source.strip())
+            shown = "".join(_output(o) for o in cell.outputs)
             if shown.strip():
                 lines += ["Output:", _cut(shown.rstrip("\n"))]
     if isinstance(ran, str):
@@ -38,11 +43,12 @@ def notebook_text(path: str, notebook: dict[str, Any], ran: Sequence[str] | str)
         return "\n".join(lines)
     since = [code for code in ran if code.strip() and code.strip() not in saved]
     if since:
-        lines += ["", f"Since the last save, the kernel also ran {len(since)} inputs:"]
+        where = "Beyond its cells" if live else "Since the last save"
+        lines += ["", f"{where}, the kernel also ran {len(since)} inputs:"]
         for code in since:
             lines += ["", _cut(code)]
     else:
-        lines += ["", "The kernel has run nothing beyond the saved cells."]
+        lines += ["", "The kernel has run nothing beyond the notebook's cells."]
     return "\n".join(lines)
 
 

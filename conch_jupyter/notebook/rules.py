@@ -6,11 +6,13 @@ Theory of operation: one decision per tool call, from four things the driver kno
   (runs without asking while the chat is untainted), `read` (no `run_code` at all);
 - the **taint** (the guard after reading): once someone else's words came into the chat, Auto
   asks again before every run, because a run could now be one those words talked an agent into;
-- the **tool** the model asked for (`read_notebook`, `list_variables`, `run_code`, or a name we
-  never offered);
+- the **tool** the model asked for (`read_notebook`, `list_variables`, `run_code`, the cell
+  tools `add_cell`, `edit_cell`, `delete_cell`, `run_cell`, or a name we never offered);
 - the **calls so far** in this turn: at most `MAX_CALLS_PER_TURN`; the next one is refused.
-Reading never asks: it changes nothing. A refusal is said to the model in words, so the turn goes
-on and the model can answer without the tool.
+Reading never asks: it changes nothing. Every other tool is a change (a run, or a write to the
+user's cells) and follows the mode alike: Ask asks, Auto runs while untainted, Read refuses.
+A refusal is said to the model in words, so the turn goes on and the model can answer without
+the tool.
 """
 
 from __future__ import annotations
@@ -32,8 +34,16 @@ OUTPUT_LIMIT = 8_000
 READ_NOTEBOOK = "read_notebook"
 LIST_VARIABLES = "list_variables"
 RUN_CODE = "run_code"
+ADD_CELL = "add_cell"
+EDIT_CELL = "edit_cell"
+DELETE_CELL = "delete_cell"
+RUN_CELL = "run_cell"
 READING_TOOLS = frozenset({READ_NOTEBOOK, LIST_VARIABLES})
-TOOL_NAMES = (READ_NOTEBOOK, LIST_VARIABLES, RUN_CODE)
+# The tools that write the user's cells (run_cell writes its outputs), and those that need the
+# notebook's kernel.
+CELL_TOOLS = frozenset({ADD_CELL, EDIT_CELL, DELETE_CELL, RUN_CELL})
+KERNEL_TOOLS = frozenset({RUN_CODE, RUN_CELL})
+TOOL_NAMES = (READ_NOTEBOOK, LIST_VARIABLES, RUN_CODE, ADD_CELL, EDIT_CELL, DELETE_CELL, RUN_CELL)
 
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -41,8 +51,9 @@ _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additional
 NOTEBOOK_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         READ_NOTEBOOK,
-        "Read the chat's notebook: its cells with their text outputs as last saved, plus the"
-        " code its kernel ran since.",
+        "Read the chat's notebook as the user sees it now: each cell's id, type, source and"
+        " text outputs, plus the code its kernel ran that no cell holds. Read it before"
+        " editing, deleting or running a cell: the cell tools take the ids it names.",
         _NO_ARGUMENTS,
     ),
     ToolSpec(
@@ -60,6 +71,62 @@ NOTEBOOK_TOOLS: tuple[ToolSpec, ...] = (
             "type": "object",
             "properties": {"code": {"type": "string", "description": "the Python code to run"}},
             "required": ["code"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        ADD_CELL,
+        "Add a cell to the user's notebook (every open view shows it at once). The user may be"
+        " asked first, and may say no. The result names the new cell's id.",
+        {
+            "type": "object",
+            "properties": {
+                "cell_type": {"type": "string", "enum": ["code", "markdown"]},
+                "source": {"type": "string", "description": "the cell's whole text"},
+                "after": {
+                    "type": "string",
+                    "description": "the id of the cell to add it after; none: at the end",
+                },
+            },
+            "required": ["cell_type", "source"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        EDIT_CELL,
+        "Replace the source of one cell of the user's notebook, by its id (from read_notebook)."
+        " Refused if the user changed the cell since you read it: read it again then. The user"
+        " may be asked first.",
+        {
+            "type": "object",
+            "properties": {
+                "cell_id": {"type": "string"},
+                "source": {"type": "string", "description": "the cell's new whole text"},
+            },
+            "required": ["cell_id", "source"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        DELETE_CELL,
+        "Delete one cell of the user's notebook, by its id (from read_notebook). Refused if the"
+        " user changed the cell since you read it. The user may be asked first.",
+        {
+            "type": "object",
+            "properties": {"cell_id": {"type": "string"}},
+            "required": ["cell_id"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        RUN_CELL,
+        "Run one code cell of the user's notebook in its kernel, by its id, as if the user ran"
+        " it: its outputs and execution count appear in the cell, and come back as text. The"
+        " user may be asked first.",
+        {
+            "type": "object",
+            "properties": {"cell_id": {"type": "string"}},
+            "required": ["cell_id"],
             "additionalProperties": False,
         },
     ),
@@ -89,11 +156,12 @@ def decide(
         # Reading needs a kernel only for what the kernel holds; the runner says so in words.
         return Verdict("run")
     if mode == "read":
+        what = "written" if tool in CELL_TOOLS - {RUN_CELL} else "run"
         return Verdict(
             "refuse",
-            "Not run: this chat is in Read mode (reading only). Only the user can change it.",
+            f"Not {what}: this chat is in Read mode (reading only). Only the user can change it.",
         )
-    if not has_kernel:
+    if not has_kernel and tool in KERNEL_TOOLS:
         return Verdict("refuse", NO_KERNEL_WORDS)
     if mode == "auto" and not tainted:
         return Verdict("run")

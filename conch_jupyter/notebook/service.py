@@ -42,12 +42,18 @@ from ..core.text import clean_text
 from ..providers.base import ToolCall
 from ..store.chats import Conversation, Mode, NotFound, Store
 from ..store.hub import Hub
+from ..store.rows import Message
+from .cells import Refusal, Undo, UndoStep, Write, plan, undo_of, undo_step
+from .documents import HELD_WORDS, NO_FILE_WORDS, Held, NotebookDocuments, new_cell_id
 from .kernel import KernelBusy, NoKernel, NotebookKernels, StuckRun
 from .reading import notebook_text, variables_text
 from .rules import (
+    CELL_TOOLS,
+    KERNEL_TOOLS,
     LIST_VARIABLES,
     NO_KERNEL_WORDS,
     READ_NOTEBOOK,
+    RUN_CELL,
     RUN_CODE,
     SKIPPED_WORDS,
     STILL_BUSY_WORDS,
@@ -89,6 +95,16 @@ class NotAsking(ConchError, LookupError):
         self.call_id = call_id
 
 
+class NotUndoable(ConchError):
+    """Undo was asked of a call that cannot be undone (now): not a write, already undone, from
+    before the server's start, or the cell changed since (409 `not_undoable`, in words)."""
+
+    status = 409
+
+    def __init__(self, words: str) -> None:
+        super().__init__("not_undoable", words)
+
+
 class KernelActionRefused(ConchError):
     """Interrupt again or Restart kernel had nothing to act on (codes `no_kernel`,
     `not_stuck`), or the restart failed (`restart_failed`): 409 for each."""
@@ -124,11 +140,24 @@ class _Stuck:
 
 
 @dataclass
+class _Undoable:
+    """A write the chat offers to undo: where, what undoes it, and its tool message."""
+
+    path: str
+    undo: Undo
+    message: Message | None = None
+
+
+@dataclass
 class _ChatTools:
     asking: dict[str, _Asking] = field(default_factory=dict)
     working: dict[str, Any] | None = None
     skipping: bool = False  # the user wrote: what would ask is skipped until the next message
     stuck: _Stuck | None = None
+    # What each agent last read of each cell (agent → cell id → source), for the check that
+    # the user did not change a cell since; and the writes that can be undone, by call id.
+    seen: dict[str, dict[str, str]] = field(default_factory=dict)
+    undos: dict[str, _Undoable] = field(default_factory=dict)
 
 
 class NotebookTools:
@@ -138,6 +167,7 @@ class NotebookTools:
         store: Store,
         hub: Hub,
         kernels: NotebookKernels | None,
+        documents: NotebookDocuments | None = None,
         clock: Callable[[], float] = time.monotonic,
         policy: Policy = NO_POLICY,
     ) -> None:
@@ -145,6 +175,7 @@ class NotebookTools:
         self.policy = policy
         self.hub = hub
         self.kernels = kernels
+        self.documents = documents
         self.clock = clock
         self._chats: dict[str, _ChatTools] = {}
         self._following: set[asyncio.Task[None]] = set()  # stuck runs, until the kernel is done
@@ -234,6 +265,35 @@ class NotebookTools:
             raise NotAsking(call_id)
         waiting.answer.set_result(run)
 
+    async def undo(self, conversation_id: str, call_id: str) -> None:
+        """The user's Undo of an agent's write: the cell as it was, or the added one removed.
+        NotUndoable (409, in words) when it cannot be (now)."""
+        chat = self._chats.get(conversation_id)
+        undoable = chat.undos.get(call_id) if chat else None
+        if chat is None or undoable is None:
+            raise NotUndoable(
+                "That call cannot be undone: it changed no cell, it was undone already, or the"
+                " server restarted since it ran."
+            )
+        assert self.documents is not None  # a write was made through them
+        async with self.documents.lock(undoable.path):
+            book = await self.documents.read(undoable.path)
+            step: UndoStep | Refusal = undo_step(undoable.undo, book.cells)
+            if isinstance(step, Refusal):
+                raise NotUndoable(step.words)
+            try:
+                await self.documents.undo(undoable.path, step)
+            except Held:
+                raise NotUndoable(HELD_WORDS.replace("Not written", "Not undone")) from None
+        chat.undos.pop(call_id, None)
+        for seen in chat.seen.values():
+            seen.pop(step.cell.id, None)  # an agent must read the cell again before it writes
+        message = undoable.message
+        if message is not None and message.tool is not None:
+            changed = await self.store.set_tool(message, {**message.tool, "undo": False})
+            self.hub.message(changed)
+        await self._event(conversation_id, "tool.undone", {"call_id": call_id})
+
     def skip_asking(self, conversation_id: str) -> None:
         """The user wrote: skip what is asking now, and what would ask later in this turn."""
         chat = self._chats.setdefault(conversation_id, _ChatTools())
@@ -288,7 +348,7 @@ class NotebookTools:
         assert conversation is not None
         code = _code(call)
         has_kernel = True
-        if call.name == RUN_CODE and self.kernels is not None:
+        if call.name in KERNEL_TOOLS and self.kernels is not None:
             has_kernel = await self.kernels.kernel_id(conversation.path) is not None
         verdict = decide(
             mode=self.mode_of(conversation),
@@ -319,12 +379,29 @@ class NotebookTools:
                 else 'Not run: run_code needs {"code": "..."} with the code as a string.'
             )
             return await self._end(conversation_id, caller, entry, words, "refused", started)
+        write: Write | None = None
+        if call.name in CELL_TOOLS:
+            planned = await self._plan(chat, conversation_id, conversation.path, caller, call)
+            if isinstance(planned, Refusal):
+                return await self._end(
+                    conversation_id, caller, entry, planned.words, "refused", started
+                )
+            write = planned
+            entry.update(write.asking())  # what a yes is asked for is what is written
         try:
             if verdict.action == "ask" and (
                 chat.skipping or not await self._ask(conversation_id, chat, entry)
             ):
                 return await self._end(
                     conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started
+                )
+            if write is not None:
+                assert conversation.path is not None  # _plan refuses a chat without one
+                output, ending, undo = await self._write(
+                    conversation_id, chat, conversation.path, caller, call, entry
+                )
+                return await self._end(
+                    conversation_id, caller, entry, output, ending, started, undo, chat
                 )
             output, ending = await self._run(conversation_id, chat, conversation.path, entry)
         except asyncio.CancelledError:
@@ -368,14 +445,17 @@ class NotebookTools:
             if tool == READ_NOTEBOOK:
                 if not path:
                     return "This chat belongs to no notebook, so there is nothing to read.", "ran"
-                notebook = await kernels.notebook(path)
+                if self.documents is None:
+                    raise NoKernel(path)
+                book = await self.documents.read(path)
+                chat.seen[entry["agent"]] = {c.id: c.source for c in book.cells}
                 try:
                     ran: list[str] | str = await kernels.history(path)
                 except NoKernel:
                     ran = "The notebook's kernel is not running, so what it ran since is unknown."
                 except KernelBusy:
                     ran = BUSY_WORDS
-                return notebook_text(path, notebook, ran), "ran"
+                return notebook_text(path, book.cells, ran, book.where == "live"), "ran"
             if tool == LIST_VARIABLES:
                 try:
                     return variables_text(await kernels.variables(path, on_state)), "ran"
@@ -396,11 +476,15 @@ class NotebookTools:
         output: str,
         ending: Ending,
         started: float,
+        undo: _Undoable | None = None,
+        chat: _ChatTools | None = None,
     ) -> str:
         # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
         # enters the chat and the model's next request here: cleaned like all text from elsewhere.
         shown = cut_output(clean_text(output))
-        call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
+        call = {k: v for k, v in entry.items() if k in _LOGGED}
+        if undo is not None:
+            call["undo"] = True  # while it can be undone (the user's Undo sets it false)
         message = await self.store.add_message(
             conversation_id,
             "tool",
@@ -409,6 +493,9 @@ class NotebookTools:
             round=caller.place,
             tool={**call, "state": ending},
         )
+        if undo is not None and chat is not None:
+            undo.message = message
+            chat.undos[entry["call_id"]] = undo
         self.hub.message(message, caller.name)
         seconds = round(max(self.clock() - started, 0.0), 3)
         ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
@@ -416,6 +503,124 @@ class NotebookTools:
             conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
         )
         return shown
+
+    async def _plan(
+        self,
+        chat: _ChatTools,
+        conversation_id: str,
+        path: str | None,
+        caller: Caller,
+        call: ToolCall,
+    ) -> Write | Refusal:
+        """The cell tool call checked against the cells now and what this agent read."""
+        if not path:
+            return Refusal(NO_FILE_WORDS)
+        if self.documents is None:
+            return Refusal("This chat's notebook cannot be reached here, so no cell was changed.")
+        try:
+            book = await self.documents.read(path)
+        except Exception as error:  # a notebook that is gone or cannot be read
+            return Refusal(f"The notebook could not be read: {type(error).__name__}: {error}"[:400])
+        if book.where == "held":
+            held = HELD_WORDS.replace("Not written", "Not run") if call.name == RUN_CELL else None
+            return Refusal(held or HELD_WORDS)
+        provenance = {"agent": caller.agent, "chat": conversation_id}
+        return plan(
+            call.name,
+            call.arguments,
+            book.cells,
+            chat.seen.get(caller.agent, {}),
+            new_id=new_cell_id(),
+            provenance=provenance,
+        )
+
+    async def _write(
+        self,
+        conversation_id: str,
+        chat: _ChatTools,
+        path: str,
+        caller: Caller,
+        call: ToolCall,
+        entry: dict[str, Any],
+    ) -> tuple[str, Ending, _Undoable | None]:
+        """Make a cell write the user allowed (or Auto did): checked once more against the cells
+        now, since the user may have typed while it asked."""
+        assert self.documents is not None
+        self._set_working(conversation_id, chat, {**entry, "state": "running"})
+        async with self.documents.lock(path):
+            book = await self.documents.read(path)
+            if book.where == "held":
+                return HELD_WORDS, "refused", None
+            seen = chat.seen.setdefault(caller.agent, {})
+            provenance = {"agent": caller.agent, "chat": conversation_id}
+            arguments = dict(call.arguments or {})
+            again = plan(
+                call.name,
+                arguments,
+                book.cells,
+                seen,
+                new_id=new_cell_id(),
+                provenance=provenance,
+            )
+            if isinstance(again, Refusal):
+                return again.words, "refused", None
+            asked = {k: entry.get(k) for k in again.asking()}
+            if asked != again.asking():
+                return (
+                    "Not done: the cell changed while the user was being asked, so what they"
+                    " said yes to is no longer what would happen. Nothing was changed.",
+                    "refused",
+                    None,
+                )
+            if again.kind == "run":
+                return await self._run_cell(conversation_id, chat, path, entry, again)
+            try:
+                await self.documents.apply(path, again)
+            except Held:
+                return HELD_WORDS, "refused", None
+            undo = undo_of(again, book.cells)
+        if again.kind == "delete":
+            seen.pop(again.cell.id, None)
+        else:
+            seen[again.cell.id] = again.new
+        entry["cell_id"] = again.cell.id
+        undoable = _Undoable(path, undo) if undo is not None else None
+        return _written_words(again), "ran", undoable
+
+    async def _run_cell(
+        self, conversation_id: str, chat: _ChatTools, path: str, entry: dict[str, Any], write: Write
+    ) -> tuple[str, Ending, _Undoable | None]:
+        """Run a code cell's source in the kernel; its outputs and count go into the cell."""
+        assert self.documents is not None
+        assert self.kernels is not None
+        cell_id = write.cell.id
+
+        def on_state(state: str) -> None:
+            self._set_working(conversation_id, chat, {**entry, "state": state})
+
+        def on_stuck(run: StuckRun) -> None:
+            chat.stuck = _Stuck(entry, run)
+
+        await self.documents.set_state(path, cell_id, "busy")
+        try:
+            result = await self.kernels.run(
+                path, write.cell.source, on_state, on_stuck, for_cell=True
+            )
+        except NoKernel:
+            return NO_KERNEL_WORDS, "refused", None
+        finally:
+            await asyncio.shield(self.documents.set_state(path, cell_id, "idle"))
+        placed = await self.documents.set_outputs(
+            path, cell_id, result.outputs, result.execution_count
+        )
+        count = f" (In [{result.execution_count}])" if result.execution_count else ""
+        where = (
+            f"Cell {cell_id} ran{count}; its outputs are in the cell.\n"
+            if placed
+            else f"Cell {cell_id} ran{count}, but was deleted meanwhile: its outputs are shown"
+            " only here.\n"
+        )
+        return where + result.output, result.ending, None
 
     async def _stuck_run(self, conversation_id: str) -> tuple[_ChatTools, _Stuck]:
         conversation = self.store.get_conversation(conversation_id)
@@ -477,6 +682,20 @@ class NotebookTools:
 
     async def _event(self, conversation_id: str, kind: str, data: dict[str, Any]) -> None:
         self.hub.event(await self.store.add_event(conversation_id, kind, data))
+
+
+# What a tool message keeps of its call (DESIGN.md): the change a write made, the code a run ran.
+_LOGGED = ("tool", "call_id", "code", "cell_id", "old", "new", "after", "cell_type")
+
+
+def _written_words(write: Write) -> str:
+    """What the model is told of a write that was made."""
+    if write.kind == "add":
+        where = f"after cell {write.after}" if write.after else "at the end"
+        return f"Added a {write.cell.cell_type} cell {where}: its id is {write.cell.id}."
+    if write.kind == "edit":
+        return f"Cell {write.cell.id} now holds the new source."
+    return f"Deleted cell {write.cell.id}."
 
 
 def too_long_words(length: int) -> str:

@@ -8,8 +8,10 @@ when the delay is 0, as in tests and benchmarks).
 
 It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
 asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
-to run it (only the first agent the message names does); once a tool's result is back, it goes
-on with what came back.
+to run it (only the first agent the message names does); asked to "add a cell" with a block it
+adds it (and runs it too when asked to "add and run"), to "edit cell ID" with a block it reads
+the notebook and then edits that cell, to "delete cell ID" it reads and deletes it, to "run
+cell ID" it runs it; once a tool's result is back, it goes on with what came back.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ class OfflineProvider:
         call = offline_tool_call(request)
         text = offline_tool_reply(request) if request.steps else offline_reply(request)
         if call is not None:
-            text = f"{LABEL}\n\n{call[1]}"
+            # A call after a step goes on with the same reply (its label was said before).
+            text = f"\n\n{call[1]}" if request.steps else f"{LABEL}\n\n{call[1]}"
         words = _WORDS.findall(text)
         if self.delay:
             pieces = words
@@ -100,9 +103,58 @@ _ABOUT_THE_NOTEBOOK = re.compile(
 )
 
 
+# What a person says to have the offline agent write cells (the ids are read_notebook's).
+_ADD_CELL = re.compile(r"\badd\b(?P<run>\s+and\s+run)?\s+a\s+cell\b", re.I)
+_ONE_CELL = re.compile(r"\b(?P<verb>edit|delete|run)\s+cell\s+(?P<id>[A-Za-z0-9_\-]{1,64})", re.I)
+_ADDED_ID = re.compile(r"its id is (\S+?)\.?$", re.M)
+
+
+def offline_cell_call(request: ModelRequest) -> tuple[ToolCall, str] | None:
+    """The cell tool call the offline agent makes next, if the message asks it to write cells."""
+    offered = {t.name for t in request.tools}
+    if "add_cell" not in offered or not _first_named(request):
+        return None
+    text, step = request.user_text, len(request.steps)
+    block = _PYTHON_BLOCK.search(text)
+    code = block.group(1).strip("\n") if block else None
+    added = _ADD_CELL.search(text)
+    if added and code is not None:
+        if step == 0:
+            call = ToolCall("offline_1", "add_cell", {"cell_type": "code", "source": code})
+            return call, "I'll add a cell to the notebook."
+        found = _ADDED_ID.search(request.steps[-1].results[-1])
+        if step == 1 and added.group("run") and found:
+            call = ToolCall("offline_2", "run_cell", {"cell_id": found.group(1)})
+            return call, "Now I'll run it."
+        return None
+    one = _ONE_CELL.search(text)
+    if one is None:
+        return None
+    verb, cell_id = one.group("verb").lower(), one.group("id")
+    if verb == "run":
+        call = ToolCall("offline_1", "run_cell", {"cell_id": cell_id})
+        return (call, "I'll run that cell.") if step == 0 else None
+    if verb == "edit" and code is None:
+        return None
+    if step == 0:  # read first: a cell is never written blindly
+        return ToolCall("offline_1", "read_notebook", {}), "Let me read the notebook first."
+    if step == 1:
+        arguments = {"cell_id": cell_id} | ({"source": code} if verb == "edit" else {})
+        words = "I'll edit that cell." if verb == "edit" else "I'll delete that cell."
+        return ToolCall("offline_2", f"{verb}_cell", arguments), words
+    return None
+
+
 def offline_tool_call(request: ModelRequest) -> tuple[ToolCall, str] | None:
     """The tool call the offline agent makes for this request, with the words it says first."""
     offered = {t.name for t in request.tools}
+    cell = offline_cell_call(request) if offered else None
+    if (
+        cell is not None
+        or _ADD_CELL.search(request.user_text)
+        or _ONE_CELL.search(request.user_text)
+    ):
+        return cell
     if request.steps or not offered:
         return None
     block = _PYTHON_BLOCK.search(request.user_text)

@@ -34,6 +34,7 @@ from ..core.sealed import SealedFile
 from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
+from ..notebook.documents import NotebookDocuments
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
 from ..providers import address_of, detect_default_provider
@@ -165,7 +166,18 @@ class ConchApp(ExtensionApp):
             if server is not None
             else None
         )
-        tools = NotebookTools(store=store, hub=hub, kernels=kernels, policy=policy)
+        documents = None
+        if server is not None and kernels is not None:
+            documents = NotebookDocuments(
+                contents=server.contents_manager,
+                is_open=kernels.is_open,
+                # jupyter-collaboration's extension, where it is installed (conch-jupyter[live]);
+                # looked up at each call, as extensions load in any order.
+                live=lambda: server.web_app.settings.get("jupyter_server_ydoc"),
+            )
+        tools = NotebookTools(
+            store=store, hub=hub, kernels=kernels, documents=documents, policy=policy
+        )
         turns = Turns(
             store,
             agents,
@@ -218,6 +230,10 @@ class ConchApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # The port is final only now (port_retries may have moved it).
         self._publish_url()
+        services: ConchServices | None = getattr(self, "services", None)
+        if services is not None:
+            # What undid an agent's writes was held by the server that stopped: no Undo now.
+            await services.store.end_undos()
 
     def _publish_url(self) -> None:
         if self.serverapp is not None:

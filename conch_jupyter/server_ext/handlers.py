@@ -5,8 +5,9 @@ shape, and bad input never becomes a 500. Requests are authenticated by Jupyter 
 + XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and
 here only to read, to make a chat and write in it, and to stop a round (`kernel_writes`; every
 kernel holds that key, and so does every piece of code an agent runs). Saying yes, changing a
-chat's mode, and interrupting or restarting the kernel when an agent's code did not stop are the
-user's own. A message the kernel key posts is kept as sent from the kernel (`via`).
+chat's mode, undoing an agent's write to a cell, and interrupting or restarting the kernel when
+an agent's code did not stop are the user's own. A message the kernel key posts is kept as sent
+from the kernel (`via`).
 """
 
 from __future__ import annotations
@@ -192,6 +193,20 @@ class ToolAnswerHandler(ConchHandler):
         self.conch.rounds.live_json(conversation_id)  # 404 for no such chat
         self.conch.tools.answer(conversation_id, call_id, body.run)  # 409 once not asking
         self.reply({"call_id": call_id, "run": body.run})
+
+
+class ToolUndoHandler(ConchHandler):
+    """The user's Undo of an agent's write to a cell (409 `not_undoable` in words when it
+    cannot be undone now); event `tool.undone`."""
+
+    users_own = ("undo an agent's change to the notebook", "the chat")
+
+    @web.authenticated
+    @authorized
+    async def post(self, conversation_id: str, call_id: str) -> None:
+        self.conch.rounds.conversation_json(conversation_id)  # 404 for no such chat
+        await self.conch.tools.undo(conversation_id, call_id)
+        self.reply({"call_id": call_id, "undone": True})
 
 
 class KernelActionHandler(ConchHandler):
@@ -391,6 +406,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/round/stop", StopHandler),
         (chat + r"/events", EventsHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
+        (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})/undo", ToolUndoHandler),
         (chat + r"/kernel/(?P<action>interrupt|restart)", KernelActionHandler),
     ]
 

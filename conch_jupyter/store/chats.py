@@ -283,6 +283,30 @@ class Store(StoreFile):
 
         return then(self._writer.change(change), lambda seq: dataclasses.replace(message, seq=seq))
 
+    def set_tool(self, message: Message, tool: dict[str, Any]) -> Pending[Message]:
+        """Change what a tool message says of its call (a write undone: `undo` false)."""
+        if message.role != "tool":
+            raise ValueError("only a tool message carries its tool call")
+        encoded = encode_json(tool)
+
+        def change(db: sqlite3.Connection) -> None:
+            sql = "UPDATE messages SET tool = ? WHERE id = ? AND conversation_id = ?"
+            db.execute(sql, (encoded, message.id, message.conversation_id))
+
+        return then(self._writer.change(change), lambda _: dataclasses.replace(message, tool=tool))
+
+    def end_undos(self) -> Pending[None]:
+        """At the server's start: no write of an earlier run can be undone any more (what undoes
+        it was held in memory), so no tool message offers Undo."""
+
+        def change(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE messages SET tool = json_set(tool, '$.undo', json('false'))"
+                " WHERE role = 'tool' AND json_extract(tool, '$.undo') = 1"
+            )
+
+        return self._writer.change(change)
+
     def messages(self, conversation_id: str, limit: int | None = None) -> list[Message]:
         """Oldest first; with `limit`, only the last `limit` of them."""
         # LIMIT -1 is SQLite's "no limit".

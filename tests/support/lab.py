@@ -47,8 +47,14 @@ class Lab:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            # Its own folder as the working one: jupyter-collaboration keeps its document store
+            # (.jupyter_ystore.db) there.
             self.process = subprocess.Popen(
-                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+                self.command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd=self.log.parent,
             )
         deadline = time.monotonic() + START_DEADLINE
         while True:
@@ -83,9 +89,14 @@ def running_lab(
     base_url: str = "/",
     offline_delay: float = 0.05,
     config: dict[str, Any] | None = None,
+    python: str = sys.executable,
+    env_extra: dict[str, str] | None = None,
 ) -> Iterator[Lab]:
     """JupyterLab serving root/work; yields once Conch's API answers, stops it after. `config`
-    goes in the server's config file (jupyter_server_config.json), as an image would hold it."""
+    goes in the server's config file (jupyter_server_config.json), as an image would hold it.
+
+    `python`: another venv's (tests/live: one with jupyter-collaboration), where Conch is found
+    on `env_extra`'s PYTHONPATH and enabled in the Jupyter config folder written here."""
     (root / "work").mkdir(exist_ok=True)
     home = root / "jupyter-home"
     env = {
@@ -102,11 +113,18 @@ def running_lab(
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
-    if config is not None:
+    config = dict(config or {})
+    if python != sys.executable:
+        server = dict(config.get("ServerApp") or {})
+        extensions = {**server.get("jpserver_extensions", {}), "conch_jupyter": True}
+        server["jpserver_extensions"] = extensions
+        config["ServerApp"] = server
+    if config:
         (home / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
+    env.update(env_extra or {})
     port, token = free_port(), "t" + os.urandom(12).hex()
     command = [
-        sys.executable,
+        python,
         "-m",
         "jupyterlab",
         "--no-browser",

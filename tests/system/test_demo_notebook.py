@@ -124,10 +124,16 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     assert "— Researcher handed over to Writer" in saved
     assert "— The round ended: you stopped it." in saved
     # Agents that work in the notebook: a read with no yes, a run after yours, Read refusing.
-    assert outputs[-3].strip() == "14"  # the Writer's run, after your Run
-    assert outputs[-1].splitlines() == [
+    assert outputs[-4].strip() == "14"  # the Writer's run, after your Run
+    assert outputs[-2].splitlines() == [
         "Researcher read_notebook ran",
         "Writer run_code ran",
         "Writer run_code refused",
         "14",
     ]
+    # Agents that write the notebook: the chat is in Read now (the tour switched it), so the
+    # Researcher's add_cell is refused in words and the notebook keeps its cells.
+    assert code[-1].source.startswith("%%conch\n@Researcher add and run a cell:")
+    last = [m for m in settle(server)["messages"] if m["role"] == "tool"][-1]
+    assert (last["tool"], last["state"]) == ("add_cell", "refused")
+    assert "Read mode" in last["output"]

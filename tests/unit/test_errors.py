@@ -80,6 +80,7 @@ INTERNAL = {
     "conch_jupyter.rounds.engine.RoundError": "an event fed at the wrong time: the driver's bug",
     "conch_jupyter.notebook.kernel.NoKernel": "the notebook tools answer the call in words",
     "conch_jupyter.notebook.kernel.KernelBusy": "the notebook tools answer the call in words",
+    "conch_jupyter.notebook.documents.Held": "the notebook tools answer the call in words",
     "conch_jupyter.store.writer._BatchBroken": "the writer retries the batch one change at a time",
 }
 

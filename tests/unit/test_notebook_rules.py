@@ -38,6 +38,20 @@ TABLE = [
     ("auto", False, "delete_everything", 0, "refuse"),
     ("auto", False, "set_mode", 0, "refuse"),
     ("ask", False, "", 0, "refuse"),
+    # The cell tools are changes like run_code: Ask asks, Auto runs untainted, Read refuses.
+    *[
+        (mode, tainted, tool, 0, action)
+        for tool in ("add_cell", "edit_cell", "delete_cell", "run_cell")
+        for mode, tainted, action in (
+            ("ask", False, "ask"),
+            ("ask", True, "ask"),
+            ("auto", False, "run"),
+            ("auto", True, "ask"),
+            ("read", False, "refuse"),
+            ("read", True, "refuse"),
+        )
+    ],
+    ("auto", False, "edit_cell", 8, "refuse"),
 ]
 
 
@@ -67,6 +81,25 @@ def test_no_kernel_refuses_a_run_without_asking(mode: str) -> None:
     # Reading still runs: the runner answers in words that there is no kernel.
     read = decide(mode=mode, tainted=False, tool="read_notebook", calls_so_far=0, has_kernel=False)  # type: ignore[arg-type]
     assert read.action == "run"
+
+
+def test_read_mode_says_a_write_was_not_written() -> None:
+    for tool, done in (
+        ("add_cell", "Not written"),
+        ("edit_cell", "Not written"),
+        ("run_cell", "Not run"),
+    ):
+        words = decide(mode="read", tainted=False, tool=tool, calls_so_far=0).words
+        assert words.startswith(done), words
+        assert "Only the user can change it" in words
+
+
+def test_without_a_kernel_only_run_cell_of_the_cell_tools_is_refused() -> None:
+    for tool in ("add_cell", "edit_cell", "delete_cell"):
+        verdict = decide(mode="auto", tainted=False, tool=tool, calls_so_far=0, has_kernel=False)
+        assert verdict.action == "run"
+    verdict = decide(mode="auto", tainted=False, tool="run_cell", calls_so_far=0, has_kernel=False)
+    assert (verdict.action, verdict.words) == ("refuse", NO_KERNEL_WORDS)
 
 
 def test_a_tool_name_from_a_model_is_not_echoed_at_length() -> None:
@@ -99,7 +132,7 @@ def test_output_is_cut_with_a_note() -> None:
     assert "Output cut: 50,000 characters" in cut
 
 
-def test_the_offered_tools_are_the_three_named() -> None:
+def test_the_offered_tools_are_the_seven_named() -> None:
     assert tuple(t.name for t in NOTEBOOK_TOOLS) == TOOL_NAMES
     run = next(t for t in NOTEBOOK_TOOLS if t.name == "run_code")
     assert run.parameters["required"] == ["code"]

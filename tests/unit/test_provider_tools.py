@@ -117,6 +117,10 @@ def test_openai_offers_the_tools_and_sends_the_loop_back_in_its_format(
         "read_notebook",
         "list_variables",
         "run_code",
+        "add_cell",
+        "edit_cell",
+        "delete_cell",
+        "run_cell",
     ]
     assert body["tools"][2] == {
         "type": "function",
@@ -239,3 +243,30 @@ def test_offline_answers_with_what_came_back_and_hands_nothing_on() -> None:
     text = "".join(i.text for i in items if isinstance(i, TextDelta))
     assert "42 Writer" in text
     assert "@Writer" not in text
+
+
+def test_the_offline_agent_writes_cells_when_asked() -> None:
+    from conch_jupyter.providers.base import ModelRequest, ToolStep
+    from conch_jupyter.providers.offline import offline_tool_call
+
+    def ask(text: str, *steps: ToolStep) -> tuple[str, dict[str, Any]] | None:
+        request = ModelRequest(
+            "m", "s", (), "Researcher", ("Researcher",), text, tools=NOTEBOOK_TOOLS, steps=steps
+        )
+        found = offline_tool_call(request)
+        return None if found is None else (found[0].name, found[0].arguments or {})
+
+    add = "add and run a cell:\n```python\nprint(6 * 7)\n```"
+    assert ask(add) == ("add_cell", {"cell_type": "code", "source": "print(6 * 7)"})
+    made = ToolStep("", (ToolCall("offline_1", "add_cell", {}),), ("… its id is c-1.",))
+    assert ask(add, made) == ("run_cell", {"cell_id": "c-1"})
+    ran = ToolStep("", (ToolCall("offline_2", "run_cell", {}),), ("42",))
+    assert ask(add, made, ran) is None
+    assert ask("add a cell:\n```python\nx = 1\n```", made) is None  # no run asked
+    edit = "edit cell c-1:\n```python\nx = 2\n```"
+    assert ask(edit) == ("read_notebook", {})
+    read = ToolStep("", (ToolCall("offline_1", "read_notebook", {}),), ("Notebook …",))
+    assert ask(edit, read) == ("edit_cell", {"cell_id": "c-1", "source": "x = 2"})
+    assert ask("delete cell c-1", read) == ("delete_cell", {"cell_id": "c-1"})
+    assert ask("run cell c-1") == ("run_cell", {"cell_id": "c-1"})
+    assert ask("edit cell c-1 please") is None  # no new text: nothing to write
