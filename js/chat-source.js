@@ -266,17 +266,31 @@ export function directChat(api, conversationId, refused) {
  * @param {Model} model @returns {Source}
  */
 export function relayedChat(model) {
-  const { state, take, redraw } = fedChat({ tools: false });
+  const { chat, state, take, redraw } = fedChat({ tools: false });
+  /** @type {Item[]} the earlier pages the kernel read for this view, kept across syncs */
+  const earlierPages = [];
+  /** @type {((came: boolean) => void) | null} */
+  let waiting = null;
   // The trait begins with a snapshot, which replaces everything: taking it all again after each
-  // sync loses nothing and doubles nothing (a chunk already taken from a message is in it).
+  // sync loses nothing and doubles nothing (a chunk already taken from a message is in it); the
+  // earlier pages this view loaded go in again after it.
   const replay = () => {
     for (const item of model.get("stream") || []) take(item);
+    for (const page of earlierPages) take(page);
     redraw();
   };
   const notice = () => state.update({ notice: String(model.get("notice") || "") });
   /** @param {any} message */
   const chunk = (message) => {
-    if (message?.type === "item" && message.item) take(message.item);
+    if (message?.type !== "item" || !message.item) return;
+    if (message.item.type === "earlier") {
+      earlierPages.push(message.item);
+      take(message.item);
+      waiting?.(true);
+      waiting = null;
+      return;
+    }
+    take(message.item);
   };
   model.on("change:stream", replay);
   model.on("change:notice", notice);
@@ -291,10 +305,26 @@ export function relayedChat(model) {
     via: "kernel",
     send: (text) => model.send({ type: "send", text }),
     stop: () => model.send({ type: "stop" }),
+    // The page before the oldest message here, read by the kernel (window.js asks, scrolling up).
+    earlier() {
+      if (waiting || !chat.earlier || !chat.first) return Promise.resolve(false);
+      model.send({ type: "earlier", before: chat.first, limit: EARLIER_PAGE });
+      return new Promise((resolve) => {
+        waiting = resolve;
+        setTimeout(() => {
+          if (waiting === resolve) {
+            waiting = null;
+            resolve(false);
+          }
+        }, 30_000);
+      });
+    },
     close() {
       model.off("change:stream", replay);
       model.off("change:notice", notice);
       model.off("msg:custom", chunk);
+      waiting?.(false);
+      waiting = null;
     },
   };
 }

@@ -32,6 +32,8 @@ READY_WAIT = 5.0  # seconds a send waits for the live stream to be followed
 # The kernel follows a chat from a page of its last messages, not the whole chat: opening a
 # long chat costs the same as a short one (DESIGN.md "Long chats"); `messages` reads the rest.
 FOLLOW_PAGE = 50
+# The most a relayed view's page of earlier messages may ask for (the server's own bound).
+EARLIER_LIMIT = 1_000
 # What settled() reads each time it asks whether the chat is done: a page, not the chat.
 SETTLED_PAGE = 20
 
@@ -150,6 +152,7 @@ class ChatWidget(KernelWidget):
             "stop": self._stop,
             "refresh": self._refresh,
             "relay": self._relay,
+            "earlier": self._earlier,
         }
 
     def say_problem(self, words: str) -> None:
@@ -188,6 +191,19 @@ class ChatWidget(KernelWidget):
         # goes again with the chunks that came before (a view drawn late missed their messages).
         self._relaying = True
         self.stream = list(self._chat.items)
+
+    async def _earlier(self, content: dict[str, Any]) -> None:
+        # A relayed view scrolled up: the page before its oldest message, read here for it.
+        before = str(content.get("before") or "")
+        limit = content.get("limit")
+        if not before or not isinstance(limit, int) or not 0 < limit <= EARLIER_LIMIT:
+            return
+        try:
+            page = await self.client().conversation(self.conversation_id, limit, before)
+        except ConchClientError as error:
+            self.problem = error.message
+            return
+        self.send({"type": "item", "item": {"type": "earlier", "conversation": page}})
 
     async def _refresh(self, _content: dict[str, Any]) -> None:
         await self._load()

@@ -118,3 +118,21 @@ test("what a send did is the kernel's words; closing stops listening", () => {
   source.close();
   assert.equal(model.listening(), 0);
 });
+
+test("a relayed view loads earlier pages through the kernel and keeps them across syncs", async () => {
+  const page = { ...snapshot, conversation: { ...snapshot.conversation, messages: [message("m9", "user", "late").message], earlier: true } };
+  const model = new Model({ stream: [page], notice: "", problem: "" });
+  const source = relayedChat(model);
+  const loading = source.earlier();
+  assert.deepEqual(model.sent.at(-1), { type: "earlier", before: "m9", limit: 250 });
+  const older = { messages: [{ ...message("m1", "user", "early").message, created: 1 }], events: [], earlier: false };
+  model.emit("msg:custom", { type: "item", item: { type: "earlier", conversation: older } });
+  assert.equal(await loading, true);
+  await settle();
+  const ids = () => source.state.get("items").map((i) => i.id);
+  assert.deepEqual(ids(), ["m1", "m9"]);
+  model.set("stream", [page, message("m10", "agent", "next", { agent: "researcher" })]); // a sync
+  assert.deepEqual(ids(), ["m1", "m9", "m10"]);
+  assert.equal(await source.earlier(), false); // the first message is here: nothing before it
+  source.close();
+});

@@ -307,13 +307,19 @@ def test_a_long_chat_is_followed_from_a_page_and_its_messages_read_whole(kernel:
         "with ConchClient.from_environment() as c:\n"
         "    whole = [m['id'] for m in c.conversation(made)['messages']]\n"
         "    page = c.conversation(made, limit=3)\n"
+        "sent = []\n"
+        "w2.send = sent.append  # what a relayed view that scrolled up is sent\n"
+        "first = next(iter(w2._chat.messages))\n"
+        "await w2._earlier({'before': first, 'limit': 2})\n"
+        "relayed = [m['id'] for m in sent[0]['item']['conversation']['messages']]\n"
         "print(len(w2._chat.messages), w2._chat.earlier, page['earlier'],\n"
-        "      [m['id'] for m in w2.messages] == whole, len(whole))"
+        "      [m['id'] for m in w2.messages] == whole, len(whole),\n"
+        "      relayed == whole[whole.index(first) - 2 : whole.index(first)])"
     )
     ran = kernel.run(code)
     assert not ran.errors, ran.errors
-    followed, earlier, paged, same, count = ran.stdout.strip().splitlines()[-1].split()
-    assert (followed, earlier, paged, same) == ("3", "True", "True", "True")
+    followed, earlier, paged, same, count, relayed = ran.stdout.strip().splitlines()[-1].split()
+    assert (followed, earlier, paged, same, relayed) == ("3", "True", "True", "True", "True")
     assert int(count) >= 8
 
 
