@@ -260,6 +260,31 @@ class NotebookTools:
             )
         return sent
 
+    async def ask_permission(self, conversation_id: str, entry: dict[str, Any]) -> bool:
+        """Wait for the user's yes to a coding agent's permission question (`entry`: call_id,
+        agent, name, tool "acp", kind, title, detail), listed and answered like a run. Writing
+        in the chat or Stop says no."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        if chat.skipping:
+            return False
+        try:
+            return await self._ask(conversation_id, chat, entry)
+        finally:
+            chat.asking.pop(entry["call_id"], None)
+            self._set_working(conversation_id, chat, None)
+
+    async def log_line(
+        self,
+        conversation_id: str,
+        caller: Caller,
+        entry: dict[str, Any],
+        text: str,
+        ending: Ending,
+    ) -> None:
+        """A quiet line for work an agent did by itself (a coding agent's tool call, its plan,
+        its thoughts): a `tool` message and a `tool.ended` event, as for a notebook tool."""
+        await self._end(conversation_id, caller, entry, text, ending, self.clock())
+
     # --- what the tool loop does ---
 
     async def call(
@@ -383,7 +408,7 @@ class NotebookTools:
         # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
         # enters the chat and the model's next request here: cleaned like all text from elsewhere.
         shown = cut_output(clean_text(output))
-        call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code")}
+        call = {k: v for k, v in entry.items() if k in ("tool", "call_id", "code", "title", "kind")}
         message = await self.store.add_message(
             conversation_id,
             "tool",

@@ -22,6 +22,8 @@ from traitlets import Bool, Float, Unicode
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..coding.rules import QUIET_SECONDS
+from ..coding.sessions import CodingAgents
 from ..core.files import ensure_private_dir
 from ..core.sealed import SealedFile
 from ..door.http import install_door
@@ -96,6 +98,13 @@ class ConchApp(ExtensionApp):
         help="Let paired agents on other computers in through the A2A door (HTTPS only).",
     )
 
+    acp_quiet_seconds = Float(
+        QUIET_SECONDS,
+        config=True,
+        help="Seconds a coding agent (ACP) may say nothing mid-turn, with no question waiting"
+        " for you, before Conch ends its process and the round (reason error).",
+    )
+
     def initialize_settings(self) -> None:
         data = Path(self.data_dir or Path(jupyter_data_dir()) / "conch")
         ensure_private_dir(data)
@@ -131,6 +140,15 @@ class ConchApp(ExtensionApp):
             else None
         )
         tools = NotebookTools(store=store, hub=hub, kernels=kernels)
+        kernel_key = secrets.token_urlsafe(32)
+        coding = CodingAgents(
+            store=store,
+            hub=hub,
+            tools=tools,
+            root_dir=str(server.root_dir) if server is not None else "",
+            secrets=lambda: {kernel_key, self._jupyter_token()},
+            quiet_seconds=self.acp_quiet_seconds,
+        )
         turns = Turns(
             store,
             agents,
@@ -139,6 +157,7 @@ class ConchApp(ExtensionApp):
             offline_delay=self.offline_delay,
             retry_delay=self.retry_delay,
             notebook=tools,
+            coding=coding,
         )
         rounds = RoundService(
             store=store,
@@ -149,7 +168,6 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             outside=outside,
         )
-        kernel_key = secrets.token_urlsafe(32)
         self.services = ConchServices(
             data_dir=data,
             store=store,
@@ -164,6 +182,7 @@ class ConchApp(ExtensionApp):
             ),
             outside=outside,
             tools=tools,
+            coding=coding,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services
@@ -172,6 +191,12 @@ class ConchApp(ExtensionApp):
         if server is not None:
             os.environ[ROOT_DIR_ENV] = str(server.root_dir)
         self._publish_url()
+
+    def _jupyter_token(self) -> str:
+        server = self.serverapp
+        provider = getattr(server, "identity_provider", None) if server is not None else None
+        token = getattr(provider, "token", "") or getattr(server, "token", "") or ""
+        return token if isinstance(token, str) else ""
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())

@@ -19,8 +19,19 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from ..agents.agent_store import Agent
+from ..coding.rules import KNOWN_AGENTS, command_refusal, found_agents
 from .base import KERNEL_USER, ApiError, ConchHandler
-from .bodies import AgentIn, AgentPatch, ConversationIn, ConversationPatch, MessageIn, ToolAnswer
+from .bodies import (
+    AgentIn,
+    AgentPatch,
+    ConversationIn,
+    ConversationPatch,
+    MessageIn,
+    ProviderIn,
+    ToolAnswer,
+)
+from .services import ConchServices
 
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
@@ -29,27 +40,46 @@ KEEPALIVE_SECONDS = 15.0
 AGENTS_SETTINGS = ("add, change or remove agents", "Settings (%conch agents)")
 
 
+def _public(conch: ConchServices, agent: Agent) -> dict[str, Any]:
+    """The owner's view of an agent; a coding agent's also says whether it started (its card
+    in Settings): `acp: {started, problem}`, or null before its first turn."""
+    data = agent.to_public()
+    if agent.provider.kind == "acp":
+        data["acp"] = conch.coding.card(agent.id)
+    return data
+
+
+def _may_run(provider: ProviderIn) -> None:
+    """An ACP agent's command is checked where it is added (and again before each start)."""
+    if provider.kind == "acp":
+        refusal = command_refusal(provider.command or "", provider.args or ())
+        if refusal:
+            raise ApiError(400, "invalid", refusal)
+
+
 class AgentsHandler(ConchHandler):
     users_own = AGENTS_SETTINGS
 
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.reply({"agents": [a.to_public() for a in self.conch.agents.list()]})
+        self.reply({"agents": [_public(self.conch, a) for a in self.conch.agents.list()]})
 
     @web.authenticated
     @authorized
     def post(self) -> None:
         body = self.body(AgentIn)
+        _may_run(body.provider)
         agent = self.conch.agents.create(
             name=body.name,
             persona=body.persona,
             instructions=body.instructions,
-            provider=body.provider.model_dump(exclude={"api_key"}),
+            provider=body.provider.model_dump(exclude={"api_key", "env"}),
             price=body.price.model_dump() if body.price else None,
             api_key=body.provider.api_key,
+            acp_env=body.provider.env,
         )
-        self.reply(agent.to_public(), 201)
+        self.reply(_public(self.conch, agent), 201)
 
 
 class AgentHandler(ConchHandler):
@@ -59,23 +89,27 @@ class AgentHandler(ConchHandler):
     @authorized
     def get(self, agent_id: str) -> None:
         agent = self.conch.agents.get(agent_id)
-        self.reply(agent.to_public())
+        self.reply(_public(self.conch, agent))
 
     @web.authenticated
     @authorized
     def patch(self, agent_id: str) -> None:
         body = self.body(AgentPatch)
+        if body.provider is not None:
+            _may_run(body.provider)
         changes: dict[str, Any] = {
             k: v
             for k, v in body.model_dump(exclude={"provider"}).items()
             if k in body.model_fields_set
         }
         if body.provider is not None:
-            changes["provider"] = body.provider.model_dump(exclude={"api_key"})
+            changes["provider"] = body.provider.model_dump(exclude={"api_key", "env"})
             if "api_key" in body.provider.model_fields_set:
                 changes["api_key"] = body.provider.api_key or ""
+            if "env" in body.provider.model_fields_set:
+                changes["acp_env"] = body.provider.env or {}
         agent = self.conch.agents.update(agent_id, **changes)
-        self.reply(agent.to_public())
+        self.reply(_public(self.conch, agent))
 
     @web.authenticated
     @authorized
@@ -83,6 +117,21 @@ class AgentHandler(ConchHandler):
         self.conch.agents.delete(agent_id)
         self.set_status(204)
         self.finish()
+
+
+class CodingAgentsFoundHandler(ConchHandler):
+    """`GET /acp/found`: the coding agents Settings can add (the known ones found on PATH)."""
+
+    users_own = AGENTS_SETTINGS
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        known = [
+            {"label": k.label, "command": k.command, "args": list(k.args), "about": k.about}
+            for k in KNOWN_AGENTS
+        ]
+        self.reply({"found": found_agents(), "known": known})
 
 
 class ConversationsHandler(ConchHandler):
@@ -235,6 +284,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
     return [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
+        (r"conch/api/acp/found", CodingAgentsFoundHandler),
         (r"conch/api/conversations", ConversationsHandler),
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),
