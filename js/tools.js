@@ -6,10 +6,12 @@
  * network (tested with node --test); timeline.js folds it into the chat.
  */
 
+import { ACP, acpAsking, acpSummary } from "./acp.js";
+
 /**
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
- * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string}} Asking
+ * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string, kind?: string, title?: string, detail?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -99,7 +101,7 @@ export class ToolState {
    * go to an outside agent (`send_outside`). @returns {Asking[]}
    */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE);
+    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === ACP);
   }
 }
 
@@ -124,6 +126,7 @@ function askingOf(event) {
   const { call_id, agent, name, code, outside, text } = event;
   // A message from the kernel waiting to go to an outside agent: who it goes to, the words.
   if (event.type === "send.asking") return { call_id: String(call_id), agent: "", name, tool: SEND_OUTSIDE, outside, text };
+  if (event.tool === ACP) return acpAsking(event); // a coding agent's permission question
   return { call_id: String(call_id), agent: String(agent || ""), name, tool: String(event.tool || ""), code };
 }
 
@@ -175,7 +178,7 @@ export function toolItem(message, name) {
     tool,
     call_id: String(message.call_id || ""),
     state,
-    summary: `${name} · ${what} · ${ENDINGS[state] || state}`,
+    summary: tool === ACP ? acpSummary(message, name, ENDINGS[state] || state) : `${name} · ${what} · ${ENDINGS[state] || state}`,
     code: typeof message.code === "string" ? message.code : "",
     output: String(message.output ?? message.text ?? ""),
   };

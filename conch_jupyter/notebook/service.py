@@ -267,11 +267,22 @@ class NotebookTools:
         chat = self._chats.setdefault(conversation_id, _ChatTools())
         if chat.skipping:
             return False
+        started = self.clock()
+        allowed = False
         try:
-            return await self._ask(conversation_id, chat, entry)
+            allowed = await self._ask(conversation_id, chat, entry)
+            return allowed
         finally:
             chat.asking.pop(entry["call_id"], None)
             self._set_working(conversation_id, chat, None)
+            # The question ends like a call (every view drops its approval block); what the
+            # agent then did is its own line.
+            ids = {k: entry[k] for k in ("call_id", "agent", "name", "tool")}
+            seconds = round(max(self.clock() - started, 0.0), 3)
+            state = "ran" if allowed else "skipped"
+            await self._event(
+                conversation_id, "tool.ended", {**ids, "state": state, "seconds": seconds}
+            )
 
     async def log_line(
         self,
