@@ -58,7 +58,9 @@ class _Bare:
         if getattr(update, "session_update", "") == "agent_message_chunk" and content:
             self.text.append(content.text)
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kw: Any) -> Any:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kw: Any
+    ) -> Any:
         return acp.schema.RequestPermissionResponse(
             outcome=acp.schema.AllowedOutcome(outcome="selected", option_id="yes")
         )

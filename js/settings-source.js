@@ -77,6 +77,12 @@ export function directSettings(api, section) {
 
   async function agents() {
     state.update({ agents: (await api.request("GET", "agents")).agents });
+    // The coding agents found on this machine's PATH, for the form (none where not offered).
+    try {
+      state.update({ acp_found: (await api.request("GET", "acp/found")).found });
+    } catch (error) {
+      if (!(error instanceof ConchError)) throw error;
+    }
   }
 
   /**
