@@ -41,6 +41,7 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
+from .mcp import SERVER_NAME, McpBinding, McpEndpoint
 from .rules import (
     CANCEL_GRACE_SECONDS,
     QUIET_SECONDS,
@@ -122,6 +123,8 @@ class _Session:
     turn: _Turn | None = None
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     dead: bool = False
+    mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
+    binding: McpBinding | None = None
 
 
 class _Client:
@@ -172,8 +175,10 @@ class CodingAgents:
         quiet_seconds: float = QUIET_SECONDS,
         grace_seconds: float = CANCEL_GRACE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        mcp: McpEndpoint | None = None,
     ) -> None:
         self.store = store
+        self.mcp = mcp  # the notebook's tools, offered to each session over MCP
         self.hub = hub
         self.tools = tools
         self.root_dir = root_dir or os.getcwd()
@@ -209,6 +214,9 @@ class CodingAgents:
         session = await self._session(conversation_id, agent, provider, path)
         turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
         session.turn = turn
+        if session.binding is not None:  # its MCP calls count in this turn, under this place
+            session.binding.caller, session.binding.calls = turn.caller, 0
+            session.binding.in_turn = True
         prompt_text, session.heard = fresh_text(session.heard if session.spoke else None)
         session.spoke = True
         prompt = asyncio.ensure_future(
@@ -251,6 +259,8 @@ class CodingAgents:
             self._end_turn(session, turn, prompt)
             raise
         finally:
+            if session.binding is not None:
+                session.binding.in_turn = False
             await self._flush(session, turn)
             if session.turn is turn:
                 session.turn = None
@@ -331,7 +341,9 @@ class CodingAgents:
             reading = asyncio.create_task(_log_stderr(agent.name, process.stderr))
             stack.push_async_callback(_stop_task, reading)
         try:
-            await asyncio.wait_for(self._open(session, cwd), timeout=self.quiet_seconds)
+            await asyncio.wait_for(
+                self._open(session, cwd, Caller(agent.id, agent.name)), timeout=self.quiet_seconds
+            )
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
             why = (
                 "it did not answer"
@@ -353,25 +365,42 @@ class CodingAgents:
         }
         return session
 
-    async def _open(self, session: _Session, cwd: str) -> None:
-        await session.conn.initialize(
+    async def _open(self, session: _Session, cwd: str, caller: Caller) -> None:
+        hello = await session.conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(),
             client_info=schema.Implementation(name="conch-jupyter", version="0.1.0"),
         )
-        made = await session.conn.new_session(cwd=cwd, mcp_servers=[])
+        made = await session.conn.new_session(
+            cwd=cwd, mcp_servers=self._mcp_servers(session, hello, caller)
+        )
         session.session_id = made.session_id
+
+    def _mcp_servers(self, session: _Session, hello: Any, caller: Caller) -> list[Any]:
+        """The notebook's tools for this session, when the agent takes MCP over HTTP and the
+        server's address is known: one server, bound to this chat and agent by its own key."""
+        capabilities = getattr(hello, "agent_capabilities", None)
+        mcp = getattr(capabilities, "mcp_capabilities", None)
+        url = self.mcp.url() if self.mcp is not None else None
+        if self.mcp is None or not url or not getattr(mcp, "http", False):
+            return []
+        session.mcp_key, session.binding = self.mcp.bind(session.chat, caller)
+        auth = schema.HttpHeader(name="Authorization", value=f"Bearer {session.mcp_key}")
+        return [schema.HttpMcpServer(type="http", name=SERVER_NAME, url=url, headers=[auth])]
 
     async def _gone(self, session: _Session) -> str:
         """The process ended (or its pipe closed): forget the session; its exit code in words."""
-        self._kill(session)
+        # Its own exit code first (its pipe closes just before it is reaped), then the kill.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(session.process.wait(), timeout=1.0)
         code = session.process.returncode
+        self._kill(session)
         return f" (exit code {code})" if code is not None else ""
 
     def _kill(self, session: _Session) -> None:
         session.dead = True
+        if self.mcp is not None and session.mcp_key:
+            self.mcp.unbind(session.mcp_key)  # its key opens nothing from now on
         key = (session.chat, session.agent)
         if self._sessions.get(key) is session:
             self._sessions.pop(key, None)

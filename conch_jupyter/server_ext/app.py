@@ -22,6 +22,7 @@ from traitlets import Bool, Float, Unicode
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..coding.mcp import McpEndpoint
 from ..coding.rules import QUIET_SECONDS
 from ..coding.sessions import CodingAgents
 from ..core.files import ensure_private_dir
@@ -38,6 +39,7 @@ from ..rounds.turn import Turns
 from ..store.chats import Store
 from ..store.hub import Hub
 from .handlers import API_NOT_FOUND, api_routes
+from .mcp_handler import McpHandler
 from .outside_handlers import outside_routes
 from .pairing_handlers import pairing_routes
 from .services import ConchServices
@@ -56,6 +58,7 @@ def routes() -> list[tuple[str, type[web.RequestHandler]]]:
         *api_routes(),
         *outside_routes(),
         *pairing_routes(),
+        (r"conch/mcp", McpHandler),  # the notebook's tools for coding agents (their own keys)
         API_NOT_FOUND,
     ]
 
@@ -141,6 +144,7 @@ class ConchApp(ExtensionApp):
         )
         tools = NotebookTools(store=store, hub=hub, kernels=kernels)
         kernel_key = secrets.token_urlsafe(32)
+        mcp = McpEndpoint(tools, url=self._mcp_url)
         coding = CodingAgents(
             store=store,
             hub=hub,
@@ -148,6 +152,7 @@ class ConchApp(ExtensionApp):
             root_dir=str(server.root_dir) if server is not None else "",
             secrets=lambda: {kernel_key, self._jupyter_token()},
             quiet_seconds=self.acp_quiet_seconds,
+            mcp=mcp,
         )
         turns = Turns(
             store,
@@ -183,6 +188,7 @@ class ConchApp(ExtensionApp):
             outside=outside,
             tools=tools,
             coding=coding,
+            mcp=mcp,
             kernel_key=kernel_key,
         )
         self.settings["conch"] = self.services
@@ -191,6 +197,16 @@ class ConchApp(ExtensionApp):
         if server is not None:
             os.environ[ROOT_DIR_ENV] = str(server.root_dir)
         self._publish_url()
+
+    def _mcp_url(self) -> str | None:
+        """Where a coding agent on this computer reaches the notebook's tools (loopback)."""
+        server = self.serverapp
+        if server is None or not getattr(server, "port", 0):
+            return None
+        ip = str(getattr(server, "ip", "") or "")
+        host = ip if ip not in ("", "0.0.0.0", "::", "localhost", "*") else "127.0.0.1"  # noqa: S104
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{server.port}{server.base_url}conch/mcp"
 
     def _jupyter_token(self) -> str:
         server = self.serverapp

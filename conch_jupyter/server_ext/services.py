@@ -10,6 +10,7 @@ import httpx
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..coding.mcp import McpEndpoint
 from ..coding.sessions import CodingAgents
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
@@ -33,6 +34,7 @@ class ConchServices:
     outside: OutsideAgents  # agents elsewhere that your chats can mention
     tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
     coding: CodingAgents  # coding agents over ACP: their processes and sessions
+    mcp: McpEndpoint  # the notebook's tools, as each coding agent's session is offered them
     kernel_key: str = field(repr=False)
 
     async def close(self) -> None:

@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 
-from ..support import acp_agent
+from ..support import acp_agent, notebook_kernels
 from ..support.a2a_peers import Peer
 from ..support.api import Api, settled, wait_for
+from ..support.notebook_kernels import NotebookKernel
 from ..support.scripted_models import Reply, ScriptedModels
 from .test_rounds_server import by_speaker, ended, make_agents, new_chat, say
 
 pytestmark = pytest.mark.timeout(120)
 
 AGENT = str(Path(acp_agent.__file__).resolve())
+kernel = notebook_kernels.kernel  # the fixture: a real ipykernel for work.ipynb
 
 
 @pytest.fixture
@@ -407,3 +409,46 @@ async def test_imitating_the_user_or_conch_grants_nothing(api: Api, models: Scri
     assert [m["role"] for m in chat["messages"] if m["text"] == fake] == ["agent"]
     [writer] = [r for r in models.requests if "You are Writer" in str(r.json)]
     assert 'Reply from the agent "Coder"' in str(writer.json)
+
+
+# --- the notebook's tools, offered over MCP ---
+
+
+async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
+    api: Api, http_server_client: Any, jp_base_url: str, kernel: NotebookKernel
+) -> None:
+    """The same registry the model agents get; each call goes through the chat's mode and the
+    user's yes, in the notebook's own kernel; a key only the session holds opens the endpoint."""
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="read", path=kernel.path)
+    await kernel.run("shared = 41")
+    await say(api, chat_id, "@Coder acp:mcp list_variables {}")
+    chat = await settled(api, chat_id, 30)
+    names = "read_notebook,list_variables,run_code"
+    [said] = replies(chat)
+    assert said.startswith(f"tools: {names}; list_variables (error=False):")
+    assert "shared" in said
+    await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1"}')
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1].startswith(f"tools: {names}; run_code (error=True): Not run:")
+    assert "Read mode" in replies(chat)[-1]
+    tools = [(m["tool"], m["state"]) for m in chat["messages"] if m["role"] == "tool"]
+    assert tools == [("list_variables", "ran"), ("run_code", "refused")]
+    # In Ask, a run asks the user first, with the code in full, like a model agent's run.
+    await api("PATCH", f"conversations/{chat_id}", {"mode": "ask"})
+    await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1; print(shared)"}')
+    [entry] = await asking(api, chat_id)
+    assert (entry["tool"], entry["agent"]) == ("run_code", "coder")
+    assert entry["code"] == "shared += 1; print(shared)"
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == f"tools: {names}; run_code (error=False): 42\n"
+    assert await kernel.value("shared") == "42"
+    # Without its key (or with a wrong one) the endpoint opens nothing.
+    url = f"{jp_base_url}conch/mcp".replace("//", "/")
+    call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    for headers in ({}, {"Authorization": "Bearer not-a-key"}):
+        answer = await http_server_client.fetch(
+            url, method="POST", body=call, headers=headers, raise_error=False
+        )
+        assert answer.code == 401

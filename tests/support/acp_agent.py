@@ -6,7 +6,7 @@ What it does is read from the prompt: the last `acp:<what>` in it (the user's me
 newest text a prompt holds) says what this turn does:
 
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
-    acp:edit / acp:execute / acp:read / acp:fetch / acp:delete
+    acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
     acp:usage             report usage (tokens in the prompt's answer, $0.25 in a usage update)
     acp:think             a thought, a plan, a read tool call that completes, then a line
@@ -16,15 +16,19 @@ newest text a prompt holds) says what this turn does:
     acp:flood <n>         stream <n> chunks of 1,000 characters
     acp:env               say which secrets it can see, and its working folder
     acp:count             say how many prompts this session has had, and whether history came
+    acp:mcp <tool> <json> call the notebook's tools Conch offered over MCP (Streamable HTTP):
+                          list them, call <tool> with the JSON arguments, say what came back
 Anything else: "Hello from the coding agent." Its stderr gets a line per prompt (for the log).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
+import urllib.request
 from typing import Any
 
 import acp
@@ -44,7 +48,11 @@ class ScriptedAgent:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
-        return schema.InitializeResponse(protocol_version=acp.PROTOCOL_VERSION)
+        mcp = schema.McpCapabilities(http=True)
+        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp)
+        return schema.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION, agent_capabilities=capabilities
+        )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
         self.cwd = cwd
@@ -67,7 +75,7 @@ class ScriptedAgent:
             third = max(len(words) // 3, 1)
             for i in range(0, len(words), third):
                 await say(words[i : i + third])
-        elif what in ("edit", "execute", "read", "fetch", "delete"):
+        elif what in ("edit", "execute", "read", "fetch", "delete", "move", "search"):
             answer = await self._ask(session_id, what)
             await say(f"{what}: {answer}")
         elif what == "usage":
@@ -121,6 +129,9 @@ class ScriptedAgent:
             secret = os.environ.get("ACP_TEST_SECRET", "")
             await say(f"secrets seen: {seen or 'none'}; secret={secret}; cwd={os.getcwd()}")
             await say(f"; session cwd={self.cwd}")
+        elif what == "mcp":
+            name, _, raw = rest.strip().partition(" ")
+            await say(await asyncio.to_thread(self._mcp, name, json.loads(raw or "{}")))
         elif what == "count":
             history = "history" if "hello earlier" in text else "no history"
             await say(f"prompt {self.prompts}, {history}")
@@ -129,6 +140,34 @@ class ScriptedAgent:
         if cancelled.is_set():
             return schema.PromptResponse(stop_reason="cancelled")
         return schema.PromptResponse(stop_reason="end_turn")
+
+    def _mcp(self, name: str, arguments: dict[str, Any]) -> str:
+        """Its MCP client, by hand over urllib: initialize, tools/list, tools/call."""
+        if not self.mcp:
+            return "no MCP server offered"
+        server = self.mcp[0]
+        headers = {h.name: h.value for h in server.headers}
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = "application/json, text/event-stream"
+
+        def rpc(rid: int | None, method: str, params: dict[str, Any]) -> Any:
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+            if rid is not None:
+                body["id"] = rid
+            request = urllib.request.Request(  # noqa: S310 (Conch's own http:// address)
+                server.url, json.dumps(body).encode(), headers, method="POST"
+            )
+            with urllib.request.urlopen(request, timeout=120) as answer:  # noqa: S310
+                text = answer.read().decode()
+            return json.loads(text) if text else None
+
+        rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        rpc(None, "notifications/initialized", {})
+        listed = rpc(2, "tools/list", {})["result"]["tools"]
+        called = rpc(3, "tools/call", {"name": name, "arguments": arguments})["result"]
+        names = ",".join(t["name"] for t in listed)
+        said = called["content"][0]["text"]
+        return f"tools: {names}; {name} (error={called['isError']}): {said}"
 
     def _say(self, session_id: str) -> Any:
         async def say(text: str) -> None:
