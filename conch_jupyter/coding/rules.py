@@ -34,6 +34,9 @@ Permission = Literal["allow", "ask", "refuse"]
 READING_KINDS = frozenset({"read", "search", "think", "fetch"})
 # Stop's grace: a prompt that has not ended this long after `session/cancel` ends with its process.
 CANCEL_GRACE_SECONDS = 2.0
+# How long a coding agent may take to start and open its session (an adapter run through npx
+# may first fetch itself).
+START_SECONDS = 120.0
 # A turn with no word from the agent for this long (and no question waiting for the user) is a
 # hang: the round ends with `error`. Coding agents think between messages, so it is generous.
 QUIET_SECONDS = 300.0

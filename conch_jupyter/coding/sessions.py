@@ -46,6 +46,7 @@ from .rules import (
     CANCEL_GRACE_SECONDS,
     QUIET_SECONDS,
     REFUSED_WORDS,
+    START_SECONDS,
     TOOL_LINES,
     child_env,
     chosen_option,
@@ -188,6 +189,7 @@ class CodingAgents:
         self.grace_seconds = grace_seconds
         self.clock = clock
         self.reply_chars = REPLY_CHARS
+        self.start_seconds = START_SECONDS
         self._sessions: dict[tuple[str, str], _Session] = {}
         self._starting: dict[tuple[str, str], asyncio.Lock] = {}
         self._ending: set[asyncio.Task[None]] = set()
@@ -342,7 +344,7 @@ class CodingAgents:
             stack.push_async_callback(_stop_task, reading)
         try:
             await asyncio.wait_for(
-                self._open(session, cwd, Caller(agent.id, agent.name)), timeout=self.quiet_seconds
+                self._open(session, cwd, Caller(agent.id, agent.name)), timeout=self.start_seconds
             )
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
             why = (

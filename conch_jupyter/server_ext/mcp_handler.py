@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
 from .services import ConchServices
@@ -34,6 +35,9 @@ class McpHandler(web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
         self.finish(json.dumps(data))
 
+    # Jupyter's own sign-in does not apply (its bearer key is checked below), so Jupyter is told
+    # so, as it asks of every extension endpoint that is not @web.authenticated.
+    @allow_unauthenticated
     async def post(self) -> None:
         if self.request.headers.get("Origin"):
             return self._json(403, _error("A page cannot use the notebook's tools."))
@@ -56,6 +60,7 @@ class McpHandler(web.RequestHandler):
             return None
         return self._json(200, answer)
 
+    @allow_unauthenticated
     def get(self) -> None:
         # No server-initiated stream: every answer comes in the POST's own response.
         self.set_header("Allow", "POST")

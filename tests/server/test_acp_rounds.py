@@ -133,6 +133,7 @@ async def test_its_session_is_kept_and_a_new_one_hears_the_history(
     await say(api, chat_id, "hello earlier")
     await settled(api, chat_id, 30)
     await say(api, chat_id, "@Coder acp:count")
+    await settled(api, chat_id, 30)
     await say(api, chat_id, "@Coder acp:count")
     chat = await settled(api, chat_id, 30)
     assert replies(chat)[-2:] == ["prompt 1, history", "prompt 2, no history"]
