@@ -453,3 +453,29 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
             url, method="POST", body=call, headers=headers, raise_error=False
         )
         assert answer.code == 401
+
+
+async def test_a_round_of_a_model_agent_an_outside_agent_and_a_coding_agent(
+    api: Api, models: ScriptedModels
+) -> None:
+    """The user names all three kinds: the outside agent answers (its words taint the chat),
+    the coding agent asks for its edit even in Auto, and hands on to the model agent, who ends
+    the round; each kind's words reach the next as data."""
+    models.responder = by_speaker({"Writer": "Reviewed: fine."})
+    await make_agents(api, models, "Writer")
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="auto")
+    with Peer(behaviour="reply", reply="Sources check out.") as peer:
+        await api("POST", "outside", {"paste": peer.address})
+        await say(api, chat_id, "@Helper check the sources, @Coder acp:edit, @Writer review")
+        [entry] = await asking(api, chat_id)
+        assert (entry["agent"], entry["kind"]) == ("coder", "edit")
+        await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
+        chat = await settled(api, chat_id, 30)
+    spoke = [m.get("agent") for m in chat["messages"] if m["role"] in ("agent", "outside")]
+    assert spoke == ["helper", "coder", "writer"]
+    assert replies(chat) == ["edit: yes"]
+    assert ended(chat) == [(3, "done")]
+    [writer] = [r for r in models.requests if "You are Writer" in str(r.json)]
+    assert 'Reply from the agent "Coder"' in str(writer.json)
+    assert "Sources check out." in str(writer.json)
