@@ -1,7 +1,9 @@
 """A coding agent over ACP in a real JupyterLab 4 (issue 25): the scripted ACP agent
 (tests/support/acp_agent.py, a subprocess the server starts) shows its plan, thoughts and tool
 calls as quiet folded lines under its reply, and asks to run a command: the approval shows the
-kind, the title and the command in full, and Allow lets it through. No console errors.
+kind, the title and the command in full, and Allow lets it through. In Settings its card says
+what it runs and that it started, and a new one is added by typing its command. No console
+errors.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("lab-acp")
     (root / "work").mkdir()
     (root / "work" / "acp.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    (root / "work" / "acp-settings.ipynb").write_text(
+        notebook("%load_ext conch_jupyter", "%conch agents")
+    )
     with running_lab(root) as running:
         with running.client() as http:
             body = {
@@ -92,5 +97,46 @@ def test_a_coding_agents_lines_and_its_approval(browser: Browser, lab: Lab) -> N
     expect(lines.nth(3).locator("summary")).to_have_text("Coder · Run make · ran")
     expect(chat.locator(".conch-msg.conch-agent .conch-md").last).to_have_text("execute: yes")
     chat.screenshot(path=screenshot_path("acp-lines"))
+    assert console.errors == []
+    page.context.close()
+
+
+def test_settings_add_a_coding_agent_and_its_card_says_whether_it_started(
+    browser: Browser, lab: Lab
+) -> None:
+    page = open_notebook(
+        browser, f"{lab.url}lab/workspaces/acp-settings/tree/acp-settings.ipynb?token={lab.token}"
+    )
+    console = Console(page)
+    run_all(page)
+    settings = page.locator(".conch-settings").first
+    expect(settings).to_be_visible(timeout=60_000)
+    rows = settings.locator(".conch-panel:visible .conch-row")
+    coder = rows.filter(has_text="Coder")
+    expect(coder).to_contain_text(f"coding agent (ACP) · {sys.executable} {AGENT} · started")
+    expect(coder).to_contain_text("not metered by Conch")
+    settings.get_by_role("button", name="Add an agent").click()
+    form = settings.locator(".conch-form:visible")
+    form.locator("[name=kind]").select_option("acp")
+    expect(form.locator("[name=model]")).to_be_hidden()
+    expect(form.locator("[name=api_key]")).to_be_hidden()
+    expect(form.locator("[name=acp_found] option").first).to_have_text(
+        "None found on PATH: type a command below"
+    )
+    form.locator("[name=name]").fill("Goose")
+    form.locator("[name=command]").fill("goose-not-installed")
+    form.locator("[name=args]").fill("acp")
+    form.locator("[name=env]").fill("GOOSE_PROVIDER=ollama")
+    form.get_by_role("button", name="Save").click()
+    goose = rows.filter(has_text="Goose")
+    expect(goose).to_contain_text(
+        "coding agent (ACP) · goose-not-installed acp · not started yet · env: GOOSE_PROVIDER",
+        timeout=10_000,
+    )
+    settings.screenshot(path=screenshot_path("acp-settings"))
+    with lab.client() as http:
+        agent = http.get(f"{lab.url}conch/api/agents/goose").json()
+    assert agent["provider"]["env_names"] == ["GOOSE_PROVIDER"]
+    assert "ollama" not in str(agent)
     assert console.errors == []
     page.context.close()
