@@ -56,7 +56,8 @@ export function acpFields() {
   const command = /** @type {HTMLInputElement} */ (h("input", { name: "command", placeholder: "claude-code-acp" }));
   const args = /** @type {HTMLInputElement} */ (h("input", { name: "args", placeholder: "acp" }));
   const env = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "env", rows: 2, placeholder: "ANTHROPIC_API_KEY=… (one NAME=value a line)" }));
-  const problem = h("span", { class: "conch-problem", role: "alert", hidden: true });
+  // An alert only while it says something: a hidden one would still be the panel's alert.
+  const problem = h("span", { class: "conch-problem", hidden: true });
   /** @type {Found[]} */
   let known = [];
   const el = h(
@@ -102,7 +103,9 @@ export function acpFields() {
     const out = { kind: "acp", command: command.value.trim(), args: argsOf(args.value) };
     const typed = envOf(env.value);
     problem.hidden = typed !== null;
+    problem.removeAttribute("role");
     if (typed === null) {
+      problem.setAttribute("role", "alert");
       problem.textContent = "Write the environment as NAME=value, one a line.";
       return null;
     }

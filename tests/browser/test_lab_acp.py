@@ -9,6 +9,7 @@ errors.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,9 +105,16 @@ def test_a_coding_agents_lines_and_its_approval(browser: Browser, lab: Lab) -> N
 def test_settings_add_a_coding_agent_and_its_card_says_whether_it_started(
     browser: Browser, lab: Lab
 ) -> None:
-    page = open_notebook(
-        browser, f"{lab.url}lab/workspaces/acp-settings/tree/acp-settings.ipynb?token={lab.token}"
-    )
+    # Its card says it started once it took a turn (here, whatever else ran first).
+    with lab.client() as http:
+        api = f"{lab.url}conch/api/conversations"
+        chat = http.post(api, json={"title": "start it"}).json()["id"]
+        http.post(f"{api}/{chat}/messages", json={"text": "@Coder acp:say started"})
+        deadline = time.monotonic() + 60
+        while http.get(f"{api}/{chat}").json()["busy"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+    address = f"{lab.url}lab/workspaces/acp-settings/tree/acp-settings.ipynb?token={lab.token}"
+    page = open_notebook(browser, address)
     console = Console(page)
     run_all(page)
     settings = page.locator(".conch-settings").first
