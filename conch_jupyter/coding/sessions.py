@@ -124,6 +124,7 @@ class _Session:
     turn: _Turn | None = None
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     dead: bool = False
+    cost_seen: float = 0.0  # the session's cumulative cost as the agent last reported it
     mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
     binding: McpBinding | None = None
 
@@ -256,7 +257,12 @@ class CodingAgents:
             usage = None
             if response.usage is not None:
                 usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
-            return CodingResult(usage, turn.cost_usd, str(response.stop_reason))
+            # ACP reports the session's cumulative cost: this turn's is what it grew by.
+            cost = None
+            if turn.cost_usd is not None:
+                cost = max(turn.cost_usd - session.cost_seen, 0.0)
+                session.cost_seen = max(session.cost_seen, turn.cost_usd)
+            return CodingResult(usage, cost, str(response.stop_reason))
         except asyncio.CancelledError:
             self._end_turn(session, turn, prompt)
             raise

@@ -191,6 +191,11 @@ async def test_usage_it_reports_counts_against_the_round(api: Api) -> None:
     assert chat["spent_usd"] == pytest.approx(0.25)
     [entry] = chat["spend"]
     assert entry["estimated"] is False
+    # ACP's cost is the session's so far ($0.50 now): the turn is billed what it grew by.
+    await say(api, chat_id, "@Coder acp:usage")
+    chat = await settled(api, chat_id, 30)
+    assert chat["spent_usd"] == pytest.approx(0.50)
+    assert [e["usd"] for e in chat["spend"]] == pytest.approx([0.25, 0.25])
 
 
 # --- permissions under the mode and the taint ---

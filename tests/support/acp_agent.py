@@ -8,7 +8,8 @@ newest text a prompt holds) says what this turn does:
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
     acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
-    acp:usage             report usage (tokens in the prompt's answer, $0.25 in a usage update)
+    acp:usage             report usage (tokens in the prompt's answer; in a usage update the
+                          session's cumulative cost, $0.25 more each time)
     acp:think             a thought, a plan, a read tool call that completes, then a line
     acp:ignore-cancel     stream a little, then go on for 30 s whatever `session/cancel` says
     acp:crash             stream a little, then exit (code 3) mid-reply
@@ -42,6 +43,7 @@ class ScriptedAgent:
     def __init__(self) -> None:
         self.conn: Any = None
         self.prompts = 0
+        self.counted = 0  # prompts that reported usage: its cumulative cost is $0.25 each
         self.cancelled: dict[str, asyncio.Event] = {}
 
     def on_connect(self, conn: Any) -> None:
@@ -80,13 +82,14 @@ class ScriptedAgent:
             await say(f"{what}: {answer}")
         elif what == "usage":
             await say("Counted.")
+            self.counted += 1
             await self.conn.session_update(
                 session_id,
                 schema.UsageUpdate(
                     session_update="usage_update",
                     used=1200,
                     size=200_000,
-                    cost=schema.Cost(amount=0.25, currency="USD"),
+                    cost=schema.Cost(amount=0.25 * self.counted, currency="USD"),
                 ),
             )
             usage = schema.Usage(total_tokens=1500, input_tokens=1200, output_tokens=300)
