@@ -85,6 +85,12 @@ export function directSettings(api, section) {
     } catch (error) {
       if (!(error instanceof ConchError) || error.status !== 404) throw error; // an older server
     }
+    // The coding agents found on this machine's PATH, for the form (none where not offered).
+    try {
+      state.update({ acp_found: (await api.request("GET", "acp/found")).found });
+    } catch (error) {
+      if (!(error instanceof ConchError)) throw error;
+    }
   }
 
   /**

@@ -15,6 +15,7 @@ import { monthSpend } from "./cost-views.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { kindAllowed, sectionLocks } from "./policy.js";
+import { acpCardWords, acpFields } from "./settings-acp.js";
 import { outsideSection } from "./settings-outside.js";
 import { itemsOf } from "./timeline.js";
 
@@ -61,14 +62,30 @@ function agentForm(act) {
   const persona = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "persona", rows: 2 }));
   const instructions = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "instructions", rows: 3 }));
   const kind = /** @type {HTMLSelectElement} */ (
-    h("select", { name: "kind" }, ...["offline", "openai", "anthropic"].map((k) => h("option", { value: k, text: k })))
+    h(
+      "select",
+      { name: "kind" },
+      ...["offline", "openai", "anthropic"].map((k) => h("option", { value: k, text: k })),
+      h("option", { value: "acp", text: "coding agent (ACP)" }),
+    )
   );
+  // A coding agent (ACP) is a command Conch runs, not a model: its own fields (settings-acp.js).
+  const acp = acpFields();
   const modelName = input("model");
   const baseUrl = input("base_url", { placeholder: "https://… (leave empty for the provider's own)" });
   const key = input("api_key", { type: "password", autocomplete: "off" });
   const priceIn = input("input_per_mtok", { type: "number", min: 0, step: "any", placeholder: "in" });
   const priceOut = input("output_per_mtok", { type: "number", min: 0, step: "any", placeholder: "out" });
   const heading = h("h4", { class: "conch-form-title" });
+  const modelRow = field("Model", modelName);
+  const addressRow = field("Address", baseUrl);
+  const keyRow = field("Key", key);
+  const showKind = () => {
+    const coding = kind.value === "acp";
+    for (const row of [modelRow, addressRow, keyRow]) row.hidden = coding;
+    acp.show(coding);
+  };
+  kind.addEventListener("change", showKind);
   /** @type {string | null} */
   let editing = null;
   const form = h(
@@ -78,9 +95,10 @@ function agentForm(act) {
     field("Name", name),
     field("Persona (what others see)", persona),
     field("Instructions (only for this agent)", instructions),
-    h("div", { class: "conch-field-row" }, field("Provider", kind), field("Model", modelName)),
-    field("Address", baseUrl),
-    field("Key", key),
+    h("div", { class: "conch-field-row" }, field("Provider", kind), modelRow),
+    addressRow,
+    keyRow,
+    acp.el,
     h("div", { class: "conch-field-row" }, field("$ per million tokens in", priceIn), field("out", priceOut)),
     h(
       "div",
@@ -92,8 +110,13 @@ function agentForm(act) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     /** @type {Record<string, any>} */
-    const provider = { kind: kind.value, model: modelName.value.trim(), base_url: baseUrl.value.trim() || null };
+    let provider = { kind: kind.value, model: modelName.value.trim(), base_url: baseUrl.value.trim() || null };
     if (key.value) provider.api_key = key.value;
+    if (kind.value === "acp") {
+      const coding = acp.provider();
+      if (!coding) return;
+      provider = coding;
+    }
     const priced = priceIn.value !== "" || priceOut.value !== "";
     const agent = {
       name: name.value.trim(),
@@ -117,6 +140,8 @@ function agentForm(act) {
     if (!agent && kind.selectedOptions[0]?.disabled) kind.value = [...kind.options].find((o) => !o.disabled)?.value || kind.value;
     modelName.value = agent?.provider?.model || "";
     baseUrl.value = agent?.provider?.base_url || "";
+    acp.fill(agent);
+    showKind();
     key.value = "";
     key.placeholder = agent?.has_key ? "a key is kept; leave empty to keep it" : "leave empty to use the environment's";
     priceIn.value = agent?.price ? String(agent.price.input_per_mtok) : "";
@@ -135,7 +160,7 @@ function agentForm(act) {
     for (const option of kind.options) option.disabled = !kindAllowed(locked, option.value);
   }
 
-  return { el: form, open, close, lock };
+  return { el: form, open, close, lock, setFound: acp.setFound };
 }
 
 /** @param {SettingsSource} source @param {HTMLElement} el */
@@ -249,6 +274,7 @@ export function settingsView(source, el) {
   function drawAgents() {
     /** @type {any[]} */
     const agents = source.state.get("agents") || [];
+    form.setFound(source.state.get("acp_found") || []);
     lists.agents.replaceChildren(
       ...agents.map((agent) =>
         h(
@@ -263,9 +289,12 @@ export function settingsView(source, el) {
             h(
               "span",
               { class: "conch-small" },
-              [...new Set([agent.provider?.kind, agent.provider?.model].filter(Boolean))].join(" · ") +
-                (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
-                (agent.has_key ? " · key kept" : ""),
+              agent.provider?.kind === "acp"
+                ? acpCardWords(agent) +
+                    (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered by Conch")
+                : [...new Set([agent.provider?.kind, agent.provider?.model].filter(Boolean))].join(" · ") +
+                    (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
+                    (agent.has_key ? " · key kept" : ""),
             ),
           ),
           h(

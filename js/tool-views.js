@@ -11,6 +11,7 @@
  * are shown, never turned into DOM.
  */
 
+import { ACP, acpAnnouncement, acpHead } from "./acp.js";
 import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
 import { modeLock } from "./policy.js";
@@ -117,7 +118,8 @@ export function approvals(actions, announce, refocus) {
     const answer = async (run) => {
       if (pending) return;
       busy(true);
-      if (asking.tool === SEND_OUTSIDE) said.textContent = run ? "Sending…" : "Not sending it…";
+      if (asking.tool === ACP) said.textContent = run ? "Allowing…" : "Not allowing it…";
+      else if (asking.tool === SEND_OUTSIDE) said.textContent = run ? "Sending…" : "Not sending it…";
       else said.textContent = run ? "Running…" : "Not running it…";
       const words = await actions.answer(asking.call_id, run);
       if (words) {
@@ -126,28 +128,37 @@ export function approvals(actions, announce, refocus) {
       }
     };
     const sending = asking.tool === SEND_OUTSIDE;
+    const coding = asking.tool === ACP; // a coding agent's permission question
     const cell = CELL_TOOLS.has(asking.tool) ? cellChange(asking) : null;
-    const yes = sending ? "Send" : cell ? cell.words.yes : "Run";
-    const nope = sending ? "Don't send" : cell ? cell.words.no : "Don't run";
+    const yes = coding ? "Allow" : sending ? "Send" : cell ? cell.words.yes : "Run";
+    const nope = coding ? "Don't allow" : sending ? "Don't send" : cell ? cell.words.no : "Don't run";
     const run_ = h("button", { type: "button", class: "conch-button conch-run", text: yes, onclick: () => answer(true) });
     const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: nope, onclick: () => answer(false) });
     // Exactly what would go out or run, in full, as text.
-    const shownText = sending ? asking.text || "" : asking.code || "";
-    const label = sending ? "The words" : "The code";
+    const shownText = coding ? asking.detail || "" : sending ? asking.text || "" : asking.code || "";
+    const label = coding ? "What it will do" : sending ? "The words" : "The code";
+    const head_ = coding ? acpHead(asking) : null;
     const code = cell ? cell.code : h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
-    const headWords = cell
-      ? [h("span", { class: "conch-who", text: who }), cell.words.head]
-      : sending
-        ? [
-            h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
-            " send these words to ",
-            h("span", { class: "conch-who", text: who }),
-            " (an outside agent)?",
-          ]
-        : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
+    const headWords = head_
+      ? [h("span", { class: "conch-who", text: head_.who }), head_.wants, h("span", { class: "conch-acp-title", text: head_.title })]
+      : cell
+        ? [h("span", { class: "conch-who", text: who }), cell.words.head]
+        : sending
+          ? [
+              h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
+              " send these words to ",
+              h("span", { class: "conch-who", text: who }),
+              " (an outside agent)?",
+            ]
+          : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
-      { class: "conch-approval" + (sending ? " is-send" : ""), "aria-labelledby": head, "data-call": asking.call_id, "data-tool": asking.tool },
+      {
+        class: "conch-approval" + (sending ? " is-send" : "") + (coding ? " is-acp" : ""),
+        "aria-labelledby": head,
+        "data-call": asking.call_id,
+        "data-tool": asking.tool,
+      },
       h("div", { class: "conch-approval-head", id: head }, ...headWords),
       code,
       h("div", { class: "conch-approval-bar" }, run_, no, said),
@@ -171,7 +182,8 @@ export function approvals(actions, announce, refocus) {
       const node = block(asking);
       shown.set(asking.call_id, node);
       el.append(node);
-      if (asking.tool === SEND_OUTSIDE)
+      if (asking.tool === ACP) announce(acpAnnouncement(asking));
+      else if (asking.tool === SEND_OUTSIDE)
         announce(
           `A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`,
         );

@@ -6,11 +6,13 @@
  * network (tested with node --test); timeline.js folds it into the chat.
  */
 
+import { ACP, acpAsking, acpSummary } from "./acp.js";
+
 /**
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
  * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string,
- *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string}} Asking
+ *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -105,7 +107,7 @@ export class ToolState {
    * go to an outside agent (`send_outside`). @returns {Asking[]}
    */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || CELL_TOOLS.has(a.tool));
+    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === ACP || CELL_TOOLS.has(a.tool));
   }
 }
 
@@ -132,6 +134,7 @@ function askingOf(event) {
   const { call_id, agent, name, code, outside, text } = event;
   // A message from the kernel waiting to go to an outside agent: who it goes to, the words.
   if (event.type === "send.asking") return { call_id: String(call_id), agent: "", name, tool: SEND_OUTSIDE, outside, text };
+  if (event.tool === ACP) return acpAsking(event); // a coding agent's permission question
   const tool = String(event.tool || "");
   if (CELL_TOOLS.has(tool)) {
     // The change the yes is asked for: the cell, its text before and after (DESIGN.md).
@@ -197,7 +200,7 @@ export function toolItem(message, name) {
     tool,
     call_id: String(message.call_id || ""),
     state,
-    summary: `${name} · ${what} · ${ENDINGS[state] || state}`,
+    summary: tool === ACP ? acpSummary(message, name, ENDINGS[state] || state) : `${name} · ${what} · ${ENDINGS[state] || state}`,
     code: typeof message.code === "string" ? message.code : "",
     output: String(message.output ?? message.text ?? ""),
     // A write to a cell: which, its text before and after, and whether Undo is offered now.

@@ -3,7 +3,9 @@
 Owns your agents as Conch sees them, their ids (a slug of the name, fixed at creation so chats
 and pairings that name an agent keep working after a rename; the name rules are core/names.py), and
 the link to each agent's model key (the file's shape is agents/file.py). Keys live only in the
-sealed `models.secrets.json` (keyed by agent id), never in agents.json, `to_public()` or a repr.
+sealed `models.secrets.json` (keyed by agent id), never in agents.json, `to_public()` or a repr;
+so does an ACP agent's environment (`<id>:env`, its values as JSON: a coding agent's own API keys),
+of which the owner's view shows only the names.
 
 Two views of an agent: `to_public()` is for its owner (it includes the private instructions);
 `card_view()` is the most any other agent may see (name and persona).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +40,12 @@ from ..core.sealed import SealedFile
 from ..providers.base import Price, ProviderConfig
 from .file import AgentsFile, StoredAgent, StoredProvider
 
-_CHANGEABLE = frozenset({"name", "persona", "instructions", "provider", "price", "api_key"})
+_CHANGEABLE = frozenset(
+    {"name", "persona", "instructions", "provider", "price", "api_key", "acp_env"}
+)
+ENV_NAME_MAX = 200
+ENV_VALUE_MAX = 10_000
+ENV_MAX = 64
 
 # The two agents a first start makes, so "@Researcher find options, @Writer draft it" just works.
 DEFAULT_AGENTS = (
@@ -82,22 +90,28 @@ class Agent:
         return {"id": self.id, "name": self.name, "persona": self.persona}
 
     def to_public(self, has_key: bool | None = None) -> dict[str, Any]:
-        """The owner's view (the HTTP API's Agent): everything but the key itself."""
+        """The owner's view (the HTTP API's Agent): everything but the key itself (and an ACP
+        agent's environment but its names)."""
+        provider: dict[str, Any] = {
+            "kind": self.provider.kind,
+            "model": self.provider.model,
+            "base_url": self.provider.base_url,
+        }
+        if self.provider.kind == "acp":
+            provider["command"] = self.provider.command
+            provider["args"] = list(self.provider.args)
+            provider["env_names"] = sorted(self.provider.env or {})
         return {
             **self.card_view(),
             "instructions": self.instructions,
-            "provider": {
-                "kind": self.provider.kind,
-                "model": self.provider.model,
-                "base_url": self.provider.base_url,
-            },
+            "provider": provider,
             "price": dataclasses.asdict(self.price) if self.price else None,
             "has_key": self.has_key if has_key is None else has_key,
             "created": self.created,
         }
 
 
-def _agent(stored: StoredAgent, has_key: bool) -> Agent:
+def _agent(stored: StoredAgent, has_key: bool, env_names: builtins.list[str]) -> Agent:
     price = stored.price
     return Agent(
         id=stored.id,
@@ -105,7 +119,13 @@ def _agent(stored: StoredAgent, has_key: bool) -> Agent:
         persona=stored.persona,
         instructions=stored.instructions,
         provider=ProviderConfig(
-            stored.provider.kind, stored.provider.model, stored.provider.base_url
+            stored.provider.kind,
+            stored.provider.model,
+            stored.provider.base_url,
+            command=stored.provider.command,
+            args=tuple(stored.provider.args),
+            # The names only: the values stay sealed until provider_for.
+            env=dict.fromkeys(env_names, "") if env_names else None,
         ),
         price=Price(price.input_per_mtok, price.output_per_mtok) if price else None,
         created=stored.created,
@@ -122,14 +142,49 @@ def _provider_input(
             "kind": provider.kind,
             "model": provider.model,
             "base_url": provider.base_url,
+            "command": provider.command,
+            "args": list(provider.args),
         }, provider.api_key
     if isinstance(provider, Mapping):
         fields = dict(current.model_dump()) if current else {}
         # None means "not given" (a PATCH body's unset field); "" clears base_url.
-        fields.update({k: v for k, v in provider.items() if k != "api_key" and v is not None})
+        fields.update(
+            {k: v for k, v in provider.items() if k not in ("api_key", "env") and v is not None}
+        )
+        if fields.get("kind") != "acp":  # an agent that stops being a coding agent runs nothing
+            fields.pop("command", None)
+            fields.pop("args", None)
         key = provider.get("api_key")
         return fields, key if isinstance(key, str) else None
-    raise AgentError("invalid", "Say which provider the agent uses: openai, anthropic or offline.")
+    raise AgentError(
+        "invalid", "Say which provider the agent uses: openai, anthropic, offline or acp."
+    )
+
+
+def env_secret(agent_id: str) -> str:
+    """Where an ACP agent's environment is kept in the sealed file (beside its key's name)."""
+    return f"{agent_id}:env"
+
+
+def checked_env(env: object) -> dict[str, str]:
+    """An ACP agent's environment as given (the HTTP body, a hand call), or AgentError."""
+    if not isinstance(env, Mapping) or len(env) > ENV_MAX:
+        raise AgentError("invalid", f"env must map at most {ENV_MAX} names to text values.")
+    out: dict[str, str] = {}
+    for name, value in env.items():
+        if (
+            not isinstance(name, str)
+            or not name
+            or len(name) > ENV_NAME_MAX
+            or "=" in name
+            or "\0" in name
+            or not name.isprintable()
+        ):
+            raise AgentError("invalid", "Each env name must be one word without “=”.")
+        if not isinstance(value, str) or len(value) > ENV_VALUE_MAX or "\0" in value:
+            raise AgentError("invalid", f"The value of {name} must be text (at most 10,000).")
+        out[name] = value
+    return out
 
 
 def _price_input(price: object) -> object:
@@ -175,7 +230,10 @@ class AgentStore:
         stamp = (file_stamp(self.path), file_stamp(self._secrets.path))
         if self._cache is None or self._cache.stamp != stamp:
             keys = set(self._secrets.names())
-            agents = [_agent(stored, stored.id in keys) for stored in self._read().agents]
+            agents = [
+                _agent(stored, stored.id in keys, self._env_names(stored.id, keys))
+                for stored in self._read().agents
+            ]
             self._cache = _Known(stamp, agents, {agent.id: agent for agent in agents})
         return self._cache
 
@@ -199,7 +257,20 @@ class AgentStore:
         agent = self.get(agent_id)
         if agent.provider.kind == "offline":
             return agent.provider  # no key to unseal (a file read and a decryption a turn)
+        if agent.provider.kind == "acp":
+            return dataclasses.replace(agent.provider, env=self._env(agent_id))
         return dataclasses.replace(agent.provider, api_key=self.api_key(agent_id))
+
+    def _env(self, agent_id: str) -> dict[str, str]:
+        raw = self._secrets.get(env_secret(agent_id))
+        try:
+            loaded = json.loads(raw) if raw else {}
+        except ValueError:
+            loaded = {}
+        return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+    def _env_names(self, agent_id: str, keys: set[str]) -> builtins.list[str]:
+        return sorted(self._env(agent_id)) if env_secret(agent_id) in keys else []
 
     def create(
         self,
@@ -209,13 +280,17 @@ class AgentStore:
         provider: ProviderConfig | Mapping[str, Any] | None = None,
         price: Price | Mapping[str, Any] | None = None,
         api_key: str | None = None,
+        acp_env: Mapping[str, str] | None = None,
     ) -> Agent:
-        """Add an agent; its key comes as `api_key` or inside `provider` (the HTTP body)."""
+        """Add an agent; its key comes as `api_key` or inside `provider` (the HTTP body), an ACP
+        agent's environment as `acp_env` (sealed, like the key)."""
+        env = checked_env(acp_env) if acp_env is not None else {}
         file = self._read()
         stored, key = self._build(file, name, persona, instructions, provider, price, api_key)
         file.agents.append(stored)
         self._write(file)
         self._keep_key(stored.id, key or "", rollback=file)
+        self._keep_env(stored.id, env, rollback=file)
         return self.get(stored.id)
 
     def update(self, agent_id: str, **changes: Any) -> Agent:
@@ -235,6 +310,7 @@ class AgentStore:
         old = file.agents[index]
         fields = old.model_dump()
         key: str | None = changes.get("api_key")
+        env = checked_env(changes["acp_env"]) if changes.get("acp_env") is not None else None
         if "name" in changes:
             fields["name"] = self._free_name(file, changes["name"], keep=agent_id)
         for text in ("persona", "instructions"):
@@ -252,10 +328,15 @@ class AgentStore:
         )
         if key is None and moved:
             key = ""
+        # Like a key, an environment must not follow the agent to another program.
+        if env is None and (moved or new.provider.command != old.provider.command):
+            env = {}
         file.agents[index] = new
         self._write(file)
         if key is not None:
             self._keep_key(agent_id, key)
+        if env is not None:
+            self._keep_env(agent_id, env)
         return self.get(agent_id)
 
     def delete(self, agent_id: str) -> None:
@@ -268,6 +349,7 @@ class AgentStore:
         # After the agent is gone: a key left by a failure here is orphaned, never misused,
         # because create() clears any key kept under the id it hands out.
         self._secrets.delete(agent_id)
+        self._secrets.delete(env_secret(agent_id))
         self._cache = None
 
     def ensure_defaults(self, provider: ProviderConfig) -> builtins.list[Agent]:
@@ -352,6 +434,23 @@ class AgentStore:
             if rollback is not None:
                 rollback.agents = [a for a in rollback.agents if a.id != agent_id]
                 self._write(rollback)
+            raise
+
+    def _keep_env(
+        self, agent_id: str, env: Mapping[str, str], rollback: AgentsFile | None = None
+    ) -> None:
+        """Seal (or with {} remove) an ACP agent's environment; undo a just-made agent if not."""
+        try:
+            if env:
+                self._secrets.set(env_secret(agent_id), json.dumps(dict(env)))
+            else:
+                self._secrets.delete(env_secret(agent_id))
+            self._cache = None
+        except StoreError:
+            if rollback is not None:
+                rollback.agents = [a for a in rollback.agents if a.id != agent_id]
+                self._write(rollback)
+                self._secrets.delete(agent_id)
             raise
 
     def _read(self) -> AgentsFile:

@@ -44,10 +44,40 @@ def _web_address(value: str | None) -> str | None:
 _Dollars = Annotated[float, pydantic.Field(ge=0, allow_inf_nan=False)]
 
 
+COMMAND_MAX = 1_000
+ARGS_MAX = 64
+
+
+def _program(value: str) -> str:
+    value = value.strip()
+    if len(value) > COMMAND_MAX or "\0" in value or "\n" in value:
+        raise ValueError("The command must be one program's name or path, on one line.")
+    return value
+
+
+def _arguments(value: list[str]) -> list[str]:
+    if len(value) > ARGS_MAX or any(len(a) > COMMAND_MAX or "\0" in a for a in value):
+        raise ValueError(f"At most {ARGS_MAX} arguments, each one line of text.")
+    return value
+
+
 class StoredProvider(pydantic.BaseModel):
     kind: ProviderKind
     model: Annotated[str, pydantic.BeforeValidator(lambda v: "" if v is None else v)] = ""
     base_url: Annotated[str | None, pydantic.AfterValidator(_web_address)] = None
+    # An ACP agent's program and arguments (its env is sealed, never in this file).
+    command: Annotated[str, pydantic.AfterValidator(_program)] = ""
+    args: Annotated[list[str], pydantic.AfterValidator(_arguments)] = []
+
+    @pydantic.model_validator(mode="after")
+    def _acp_has_a_command(self) -> StoredProvider:
+        if self.kind == "acp" and not self.command:
+            raise ValueError(
+                "An ACP agent needs the command that starts it (for example claude-code-acp)."
+            )
+        if self.kind != "acp" and (self.command or self.args):
+            raise ValueError("Only an ACP agent has a command to run.")
+        return self
 
 
 class StoredPrice(pydantic.BaseModel):

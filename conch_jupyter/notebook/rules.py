@@ -218,8 +218,11 @@ def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:
         return "Read: agents can read the notebook but not run code."
     if mode == "ask":
         return "Ask: every run waits for your yes."
+    if tainted and tainted.get("kind") == "fetch":
+        # A coding agent fetched a page: its words came in with what the agent read.
+        return "Asking again: a page a coding agent fetched is in this chat."
     if tainted:
-        # Every taint today is a person's words: an outside agent's answer, or a door's guest.
+        # A person's words: an outside agent's answer, or a door's guest.
         return "Asking again: an outside agent's words are in this chat."
     return "Auto: agents run code without asking."
 

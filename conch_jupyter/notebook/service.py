@@ -337,6 +337,42 @@ class NotebookTools:
             )
         return sent
 
+    async def ask_permission(self, conversation_id: str, entry: dict[str, Any]) -> bool:
+        """Wait for the user's yes to a coding agent's permission question (`entry`: call_id,
+        agent, name, tool "acp", kind, title, detail), listed and answered like a run. Writing
+        in the chat or Stop says no."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        if chat.skipping:
+            return False
+        started = self.clock()
+        allowed = False
+        try:
+            allowed = await self._ask(conversation_id, chat, entry)
+            return allowed
+        finally:
+            chat.asking.pop(entry["call_id"], None)
+            self._set_working(conversation_id, chat, None)
+            # The question ends like a call (every view drops its approval block); what the
+            # agent then did is its own line.
+            ids = {k: entry[k] for k in ("call_id", "agent", "name", "tool")}
+            seconds = round(max(self.clock() - started, 0.0), 3)
+            state = "ran" if allowed else "skipped"
+            await self._event(
+                conversation_id, "tool.ended", {**ids, "state": state, "seconds": seconds}
+            )
+
+    async def log_line(
+        self,
+        conversation_id: str,
+        caller: Caller,
+        entry: dict[str, Any],
+        text: str,
+        ending: Ending,
+    ) -> None:
+        """A quiet line for work an agent did by itself (a coding agent's tool call, its plan,
+        its thoughts): a `tool` message and a `tool.ended` event, as for a notebook tool."""
+        await self._end(conversation_id, caller, entry, text, ending, self.clock())
+
     # --- what the tool loop does ---
 
     async def call(
@@ -685,7 +721,20 @@ class NotebookTools:
 
 
 # What a tool message keeps of its call (DESIGN.md): the change a write made, the code a run ran.
-_LOGGED = ("tool", "call_id", "code", "cell_id", "old", "new", "after", "cell_type")
+# What a tool message keeps of its call: a run's code, a cell write's change, an ACP tool
+# call's title and kind.
+_LOGGED = (
+    "tool",
+    "call_id",
+    "code",
+    "cell_id",
+    "old",
+    "new",
+    "after",
+    "cell_type",
+    "title",
+    "kind",
+)
 
 
 def _written_words(write: Write) -> str:

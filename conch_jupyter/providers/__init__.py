@@ -253,7 +253,7 @@ def make_provider(
         wire = OpenAIWire(config.base_url) if config.base_url else OpenAIWire()
     elif config.kind == "anthropic":
         wire = AnthropicWire(config.base_url) if config.base_url else AnthropicWire()
-    else:
+    else:  # an ACP agent is no model provider: coding/ runs it (rounds/turn.py routes there)
         raise ValueError(f"unknown provider kind {config.kind!r}")
     return HttpProvider(
         wire,

@@ -25,7 +25,9 @@ from ..core.text import clean_text
 if TYPE_CHECKING:
     from ..core.sse import SSEEvent
 
-ProviderKind = Literal["openai", "anthropic", "offline"]
+# "acp": a coding agent run as a process that speaks the Agent Client Protocol (coding/); the
+# others are model providers this package streams from.
+ProviderKind = Literal["openai", "anthropic", "offline", "acp"]
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,11 @@ class ProviderConfig:
     model: str = ""
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    # An ACP agent's program and arguments, and the environment it is given on top of Conch's
+    # (sealed like a key: filled in only by AgentStore.provider_for, never shown).
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = field(default=None, repr=False)
 
 
 class Provider(Protocol):

@@ -122,6 +122,8 @@ class RoundService:
         if chat is None or chat.round is None or not chat.round.taking_turns:
             return False
         chat.round.handle(Stop(kept=chat.reply is not None and chat.reply.said_something))
+        if self.turns.coding is not None:  # first: its questions then answer `cancelled`
+            self.turns.coding.stop(conversation_id)
         self.tools.skip_asking(conversation_id)  # Stop skips what waits for a yes
         if chat.running is not None:
             chat.running.cancel()

@@ -31,12 +31,14 @@ class Said:
     text: str
     speaker: str | None = None  # the agent's (or outside agent's) name
     tool: str | None = None  # a tool message's tool
+    id: str = ""  # the stored message's id (what a kept coding agent's session has heard)
 
     @classmethod
     def of(cls, message: Message, names: Mapping[str, str]) -> Said:
         """A stored message, its speaker named as people see them (`names`: id → name)."""
         speaker = names.get(message.agent, message.agent) if message.agent else None
-        return cls(message.role, message.text, speaker, (message.tool or {}).get("tool"))
+        tool = (message.tool or {}).get("tool")
+        return cls(message.role, message.text, speaker, tool, message.id)
 
 
 def system_prompt(

@@ -135,14 +135,21 @@ def record_spend(
     conversation_id: str,
     payer: str | None = None,
     message_id: str | None = None,
+    reported_usd: float | None = None,
 ) -> Billed:
     """Put a reply's cost in the ledger (nothing for an unpriced agent): the cost is known at
     once (`.cost`); awaited, it is given once stored. Queued at the call, like every change of
     the store, so it can share a commit with what was queued just before it. Usage that Conch
-    estimated (a cut-off reply) is marked as an estimate in the ledger."""
-    if usage is None or agent.price is None:
+    estimated (a cut-off reply) is marked as an estimate in the ledger. `reported_usd`: what a
+    coding agent said the reply cost (ACP's usage update), billed as it is."""
+    if reported_usd is not None:
+        # A coding agent that reported its own cost in dollars: that counts, priced or not.
+        cost = reported_usd
+    elif usage is None or agent.price is None:
         return Billed(0.0, None)
-    cost = agent.price.cost(usage)
+    else:
+        cost = agent.price.cost(usage)
+    usage = usage or Usage(0, 0)
     stored = store.add_spend(
         cost,
         conversation_id=conversation_id,

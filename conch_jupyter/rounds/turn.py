@@ -30,6 +30,11 @@ with them; a loop whose metered cost so far the driver's `spend_check` refuses a
 Every request is billed: the provider's usage summed over the loop, plus an estimate for a
 request cut off mid-stream.
 
+A coding agent (provider kind `acp`) takes its turn through CodingAgents (coding/sessions.py):
+one `session/prompt` with the same system prompt and fenced history, its chunks streamed into
+the same Reply, kept and billed the same way; its usage counts only when the agent reports it
+(nothing is estimated: Conch does not meter what it cannot see).
+
 What the turn does not decide: whose turn it is and what a reply means for the round (engine.py
 and the driver), whether a metered turn may start at all (spend.py's `turn_refusal`, asked by
 the caller first), and what a door task's state becomes (door/turn.py).
@@ -45,6 +50,8 @@ from typing import Any
 import httpx
 
 from ..agents.agent_store import Agent, AgentStore
+from ..coding.rules import prompt_text
+from ..coding.sessions import CodingAgents
 from ..core.deadlines import within
 from ..core.policy import NO_POLICY, Policy, PolicyRefused, check_provider
 from ..notebook.rules import MAX_CALLS_PER_TURN
@@ -52,6 +59,7 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers import address_of, make_provider, stream_reply
 from ..providers.base import (
     ModelRequest,
+    ProviderConfig,
     ProviderError,
     TextDelta,
     ToolCall,
@@ -100,6 +108,7 @@ class Reply:
     usage: Usage | None = None
     cost: float = 0.0
     failure: str | None = None  # the provider's failure, in words for the owner
+    reported_usd: float | None = None  # what a coding agent said the reply cost
     timed_out: bool = False
     # The request being answered now, until its usage is in, and where its text begins: what a
     # cut-off turn's estimate is made from.
@@ -129,6 +138,7 @@ class Turns:
     notebook: NotebookTools | None = None  # what runs the tools a turn is offered
     # The administrator's: an agent on a provider it no longer allows answers in its words.
     policy: Policy = NO_POLICY
+    coding: CodingAgents | None = None  # what runs the coding agents (ACP)
 
     async def take(self, turn: TurnInput, reply: Reply) -> Reply:
         """Ask the agent's model for one reply, into `reply`; see the module's theory."""
@@ -157,10 +167,13 @@ class Turns:
         config = self.agents.provider_for(turn.agent.id)
         try:
             address = address_of(config.kind, config.base_url)
-            command = getattr(config, "command", None)  # an ACP coding agent's (issue 25)
+            command = getattr(config, "command", None)  # an ACP coding agent's program
             check_provider(self.policy, config.kind, address, command)
         except PolicyRefused as refused:
             raise ProviderError(refused.message) from None  # nothing is contacted
+        if config.kind == "acp":
+            await self._coding_turn(turn, config, reply)
+            return
         provider = make_provider(
             config,
             http=self.http,
@@ -194,6 +207,40 @@ class Turns:
             )
             if trip == MAX_CALLS_PER_TURN + 1 or self._spent_enough(turn, reply):
                 return  # every call has its answer; no more requests
+
+    async def _coding_turn(self, turn: TurnInput, config: ProviderConfig, reply: Reply) -> None:
+        """One ACP `session/prompt` for a coding agent, streamed into `reply`."""
+        if self.coding is None or turn.payer is not None:
+            # The door's guests answer in words only: a coding agent is never seated there.
+            raise ProviderError(f"{turn.agent.name} is a coding agent and cannot answer here.")
+        conversation = self.store.get_conversation(turn.conversation_id)
+        name = turn.agent.name
+
+        def fresh_text(heard: str | None) -> tuple[str, str | None]:
+            """The prompt: the recent chat for a new session (`heard` None), else what came
+            after the last message the session was given; and the newest message's id."""
+            said = list(turn.said)
+            ids = [s.id for s in said]
+            if heard is not None and heard in ids:
+                said = said[ids.index(heard) + 1 :]
+            turns = history_turns(said, name) if said else ()
+            text = prompt_text(turn.system, [(t.role, t.text) for t in turns])
+            return text, ids[-1] if ids else heard
+
+        def on_text(text: str) -> None:
+            reply.parts.append(text)
+            self.hub.delta(turn.conversation_id, reply.id, turn.agent.id, text)
+
+        result = await self.coding.take(
+            turn.conversation_id,
+            turn.agent,
+            config,
+            fresh_text=fresh_text,
+            path=conversation.path if conversation is not None else None,
+            place=turn.place,
+            on_text=on_text,
+        )
+        reply.usage, reply.reported_usd = result.usage, result.cost_usd
 
     def _spent_enough(self, turn: TurnInput, reply: Reply) -> bool:
         if turn.spend_check is None or turn.agent.price is None or reply.usage is None:
@@ -232,6 +279,7 @@ class Turns:
             conversation_id=turn.conversation_id,
             payer=turn.payer,
             message_id=reply.id if kept is not None else None,
+            reported_usd=reply.reported_usd,
         )
         reply.cost = spent.cost  # known now: the caller's ending may go by it
         ended = None if cancelled or turn.ends_with is None else turn.ends_with(reply)

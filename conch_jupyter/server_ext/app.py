@@ -22,6 +22,9 @@ from traitlets import Bool, Dict, Float, Unicode
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..coding.mcp import McpEndpoint
+from ..coding.rules import QUIET_SECONDS
+from ..coding.sessions import CodingAgents
 from ..core.files import ensure_private_dir
 from ..core.policy import (
     BadPolicy,
@@ -45,6 +48,7 @@ from ..rounds.turn import Turns
 from ..store.chats import Store
 from ..store.hub import Hub
 from .handlers import API_NOT_FOUND, api_routes
+from .mcp_handler import McpHandler
 from .outside_handlers import outside_routes
 from .pairing_handlers import pairing_routes
 from .services import ConchServices
@@ -73,6 +77,7 @@ def routes() -> list[tuple[str, type[web.RequestHandler]]]:
         *api_routes(),
         *outside_routes(),
         *pairing_routes(),
+        (r"conch/mcp", McpHandler),  # the notebook's tools for coding agents (their own keys)
         API_NOT_FOUND,
     ]
 
@@ -122,6 +127,13 @@ class ConchApp(ExtensionApp):
         "and pairing on this server may be (keys: modes, max_chat_usd, max_monthly_usd, door, "
         "door_remote, outside_hosts, providers, acp; docs/jupyterhub.md). Read at start: a key "
         "or value Conch cannot read stops Conch from loading, with words naming it.",
+    )
+
+    acp_quiet_seconds = Float(
+        QUIET_SECONDS,
+        config=True,
+        help="Seconds a coding agent (ACP) may say nothing mid-turn, with no question waiting"
+        " for you, before Conch ends its process and the round (reason error).",
     )
 
     def initialize_settings(self) -> None:
@@ -178,6 +190,17 @@ class ConchApp(ExtensionApp):
         tools = NotebookTools(
             store=store, hub=hub, kernels=kernels, documents=documents, policy=policy
         )
+        kernel_key = secrets.token_urlsafe(32)
+        mcp = McpEndpoint(tools, url=self._mcp_url)
+        coding = CodingAgents(
+            store=store,
+            hub=hub,
+            tools=tools,
+            root_dir=str(server.root_dir) if server is not None else "",
+            secrets=lambda: {kernel_key, self._jupyter_token()},
+            quiet_seconds=self.acp_quiet_seconds,
+            mcp=mcp,
+        )
         turns = Turns(
             store,
             agents,
@@ -187,6 +210,7 @@ class ConchApp(ExtensionApp):
             retry_delay=self.retry_delay,
             notebook=tools,
             policy=policy,
+            coding=coding,
         )
         rounds = RoundService(
             store=store,
@@ -197,7 +221,6 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             outside=outside,
         )
-        kernel_key = secrets.token_urlsafe(32)
         self.services = ConchServices(
             data_dir=data,
             store=store,
@@ -212,6 +235,8 @@ class ConchApp(ExtensionApp):
             ),
             outside=outside,
             tools=tools,
+            coding=coding,
+            mcp=mcp,
             kernel_key=kernel_key,
             policy=policy,
         )
@@ -221,6 +246,22 @@ class ConchApp(ExtensionApp):
         if server is not None:
             os.environ[ROOT_DIR_ENV] = str(server.root_dir)
         self._publish_url()
+
+    def _mcp_url(self) -> str | None:
+        """Where a coding agent on this computer reaches the notebook's tools (loopback)."""
+        server = self.serverapp
+        if server is None or not getattr(server, "port", 0):
+            return None
+        ip = str(getattr(server, "ip", "") or "")
+        host = ip if ip not in ("", "0.0.0.0", "::", "localhost", "*") else "127.0.0.1"  # noqa: S104
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{server.port}{server.base_url}conch/mcp"
+
+    def _jupyter_token(self) -> str:
+        server = self.serverapp
+        provider = getattr(server, "identity_provider", None) if server is not None else None
+        token = getattr(provider, "token", "") or getattr(server, "token", "") or ""
+        return token if isinstance(token, str) else ""
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())

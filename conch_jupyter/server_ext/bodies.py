@@ -32,10 +32,14 @@ class Body(BaseModel):
 
 
 class ProviderIn(Body):
-    kind: Literal["openai", "anthropic", "offline"]
+    kind: Literal["openai", "anthropic", "offline", "acp"]
     model: str = Field(default="", max_length=200)
     base_url: str | None = Field(default=None, max_length=2000)
     api_key: str | None = Field(default=None, max_length=500)
+    # An ACP coding agent: the program, its arguments, and its environment (sealed, like a key).
+    command: str | None = Field(default=None, max_length=1000)
+    args: list[Annotated[str, Field(max_length=1000)]] | None = Field(default=None, max_length=64)
+    env: dict[str, Annotated[str, Field(max_length=10_000)]] | None = None
 
     @field_validator("base_url")
     @classmethod

@@ -20,6 +20,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from ..agents.agent_store import Agent
+from ..coding.rules import KNOWN_AGENTS, command_refusal, found_agents
 from ..core.policy import BY_ADMIN, check_provider
 from ..providers import address_of
 from ..store.pages import PAGE_LIMIT, StreamCursor
@@ -34,6 +36,7 @@ from .bodies import (
     ProviderIn,
     ToolAnswer,
 )
+from .services import ConchServices
 
 # A comment line every so often keeps proxies from closing an idle event stream.
 KEEPALIVE_SECONDS = 15.0
@@ -43,11 +46,24 @@ AGENTS_SETTINGS = ("add, change or remove agents", "Settings (%conch agents)")
 
 
 def allowed_provider(handler: ConchHandler, provider: ProviderIn) -> None:
-    """403 `policy` for a provider the administrator's policy does not allow."""
+    """Whether this provider may be used: 403 `policy` for one the administrator's policy does
+    not allow (a kind, a base URL, an ACP agent's command); 400 in words for an ACP command
+    Conch will not run (checked again before each start)."""
     address = address_of(provider.kind, provider.base_url)
-    # `command`: an ACP coding agent's program, once that kind is here (issue 25).
-    command = getattr(provider, "command", None)
-    check_provider(handler.conch.policy, provider.kind, address, command)
+    check_provider(handler.conch.policy, provider.kind, address, provider.command)
+    if provider.kind == "acp":
+        refusal = command_refusal(provider.command or "", provider.args or ())
+        if refusal:
+            raise ApiError(400, "invalid", refusal)
+
+
+def _public(conch: ConchServices, agent: Agent) -> dict[str, Any]:
+    """The owner's view of an agent; a coding agent's also says whether it started (its card
+    in Settings): `acp: {started, problem}`, or null before its first turn."""
+    data = agent.to_public()
+    if agent.provider.kind == "acp":
+        data["acp"] = conch.coding.card(agent.id)
+    return data
 
 
 class AgentsHandler(ConchHandler):
@@ -56,7 +72,7 @@ class AgentsHandler(ConchHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.reply({"agents": [a.to_public() for a in self.conch.agents.list()]})
+        self.reply({"agents": [_public(self.conch, a) for a in self.conch.agents.list()]})
 
     @web.authenticated
     @authorized
@@ -67,12 +83,13 @@ class AgentsHandler(ConchHandler):
             name=body.name,
             persona=body.persona,
             instructions=body.instructions,
-            provider=body.provider.model_dump(exclude={"api_key"}),
+            provider=body.provider.model_dump(exclude={"api_key", "env"}),
             price=body.price.model_dump() if body.price else None,
             api_key=body.provider.api_key,
+            acp_env=body.provider.env,
         )
         self.conch.rounds.names_changed()
-        self.reply(agent.to_public(), 201)
+        self.reply(_public(self.conch, agent), 201)
 
 
 class AgentHandler(ConchHandler):
@@ -82,7 +99,7 @@ class AgentHandler(ConchHandler):
     @authorized
     def get(self, agent_id: str) -> None:
         agent = self.conch.agents.get(agent_id)
-        self.reply(agent.to_public())
+        self.reply(_public(self.conch, agent))
 
     @web.authenticated
     @authorized
@@ -95,12 +112,14 @@ class AgentHandler(ConchHandler):
         }
         if body.provider is not None:
             allowed_provider(self, body.provider)
-            changes["provider"] = body.provider.model_dump(exclude={"api_key"})
+            changes["provider"] = body.provider.model_dump(exclude={"api_key", "env"})
             if "api_key" in body.provider.model_fields_set:
                 changes["api_key"] = body.provider.api_key or ""
+            if "env" in body.provider.model_fields_set:
+                changes["acp_env"] = body.provider.env or {}
         agent = self.conch.agents.update(agent_id, **changes)
         self.conch.rounds.names_changed()
-        self.reply(agent.to_public())
+        self.reply(_public(self.conch, agent))
 
     @web.authenticated
     @authorized
@@ -109,6 +128,21 @@ class AgentHandler(ConchHandler):
         self.conch.rounds.names_changed()
         self.set_status(204)
         self.finish()
+
+
+class CodingAgentsFoundHandler(ConchHandler):
+    """`GET /acp/found`: the coding agents Settings can add (the known ones found on PATH)."""
+
+    users_own = AGENTS_SETTINGS
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        known = [
+            {"label": k.label, "command": k.command, "args": list(k.args), "about": k.about}
+            for k in KNOWN_AGENTS
+        ]
+        self.reply({"found": found_agents(), "known": known})
 
 
 class ConversationsHandler(ConchHandler):
@@ -400,6 +434,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
         (r"conch/api/policy", PolicyHandler),
         (r"conch/api/budget", BudgetHandler),
+        (r"conch/api/acp/found", CodingAgentsFoundHandler),
         (r"conch/api/conversations", ConversationsHandler),
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),

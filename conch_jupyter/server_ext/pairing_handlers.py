@@ -61,6 +61,15 @@ class PairingsHandler(ConchHandler):
             # Not the AgentError's own 404: the agent is named in the body, not the address,
             # so the request is what is wrong (400).
             raise ApiError(400, "unknown_agent", error.message) from None
+        coding = [a.name for a in agents if a.provider.kind == "acp"]
+        if coding:
+            # The door's guests answer in words only; a coding agent works on this computer.
+            raise ApiError(
+                400,
+                "coding_agent",
+                f"{coding[0]} is a coding agent (ACP): it works on this computer's files and"
+                " commands, so the door never seats it. Pair one of your other agents.",
+            )
         made = self.conch.pairings.create(
             [(a.id, a.name) for a in agents],
             address=endpoint_url(self, agents[0].id) + "/",

@@ -10,6 +10,8 @@ import httpx
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
+from ..coding.mcp import McpEndpoint
+from ..coding.sessions import CodingAgents
 from ..core.policy import NO_POLICY, Policy
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
@@ -32,11 +34,14 @@ class ConchServices:
     peers: PeerService  # and your agents answering them
     outside: OutsideAgents  # agents elsewhere that your chats can mention
     tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
+    coding: CodingAgents  # coding agents over ACP: their processes and sessions
+    mcp: McpEndpoint  # the notebook's tools, as each coding agent's session is offered them
     kernel_key: str = field(repr=False)
     policy: Policy = NO_POLICY  # what the administrator locked (c.ConchApp.policy)
 
     async def close(self) -> None:
         await self.rounds.close()
+        await self.coding.close()  # every coding agent's process ends
         await self.tools.close()  # stuck runs no longer followed, then the kernels' clients
         await self.peers.close()
         await self.outside.aclose()

@@ -1,6 +1,6 @@
 """The dependency rule between Conch's packages, read from the imports themselves.
 
-    core (leaves) ← store, providers ← agents, a2a, notebook ← rounds ← door ← server_ext
+    core (leaves) ← store, providers ← agents, a2a, notebook ← coding ← rounds ← door ← server_ext
 
 and on the kernel side: core ← client_base ← client ← widget ← magic. Each package's
 `__init__` says the same in words. A package imports only the packages its row names (and
@@ -15,7 +15,17 @@ from pathlib import Path
 import conch_jupyter
 
 ROOT = Path(conch_jupyter.__file__).parent
-SERVER_SIDE = {"core", "store", "providers", "agents", "a2a", "notebook", "rounds", "door"}
+SERVER_SIDE = {
+    "core",
+    "store",
+    "providers",
+    "agents",
+    "a2a",
+    "notebook",
+    "coding",
+    "rounds",
+    "door",
+}
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
     "store": {"core"},
@@ -23,7 +33,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "agents": {"core", "providers"},
     "a2a": {"core", "store"},  # a door task on the wire is read from its stored row
     "notebook": {"core", "store", "providers"},
-    "rounds": {"core", "store", "agents", "providers", "a2a", "notebook"},
+    "coding": {"core", "store", "agents", "providers", "notebook"},  # ACP coding agents
+    "rounds": {"core", "store", "agents", "providers", "a2a", "notebook", "coding"},
     "door": {"core", "store", "agents", "providers", "a2a", "rounds"},
     "server_ext": SERVER_SIDE,
     # The kernel side: what runs in a notebook's kernel.

@@ -1,0 +1,121 @@
+// @ts-check
+/**
+ * Settings for coding agents over ACP (issue 25): the form's part for an agent of kind `acp`
+ * (choose one of the coding agents found on this machine, or type the command that starts it,
+ * its arguments and its environment), and what its card says: that it is a coding agent, what
+ * Conch runs, and whether it started.
+ *
+ * The environment's values are sealed on the server like a key and never come back: the form
+ * shows the names kept, and sends values only when some are typed.
+ */
+
+import { field } from "./controls.js";
+import { h } from "./dom.js";
+
+/**
+ * @typedef {{label: string, command: string, args: string[], about?: string, path?: string}} Found
+ */
+
+/** Arguments as typed: words split on spaces ("--experimental-acp", "acp"). @param {string} text */
+export function argsOf(text) {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/**
+ * The environment as typed, one NAME=value a line; blank lines skipped.
+ * @param {string} text @returns {Record<string, string> | null} null when a line has no "="
+ */
+export function envOf(text) {
+  /** @type {Record<string, string>} */
+  const env = {};
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const at = line.indexOf("=");
+    if (at < 1) return null;
+    env[line.slice(0, at).trim()] = line.slice(at + 1);
+  }
+  return env;
+}
+
+/**
+ * What a coding agent's card says: "coding agent (ACP) · goose acp · started".
+ * @param {any} agent
+ */
+export function acpCardWords(agent) {
+  const provider = agent?.provider || {};
+  const run = [provider.command, ...(provider.args || [])].filter(Boolean).join(" ");
+  const status = agent?.acp;
+  const state = !status ? "not started yet" : status.started ? "started" : `could not start: ${status.problem || "no reason given"}`;
+  const env = (provider.env_names || []).length ? ` · env: ${provider.env_names.join(", ")}` : "";
+  return `coding agent (ACP) · ${run} · ${state}${env}`;
+}
+
+/** The form's ACP part. */
+export function acpFields() {
+  const found = /** @type {HTMLSelectElement} */ (h("select", { name: "acp_found" }));
+  const command = /** @type {HTMLInputElement} */ (h("input", { name: "command", placeholder: "claude-code-acp" }));
+  const args = /** @type {HTMLInputElement} */ (h("input", { name: "args", placeholder: "acp" }));
+  const env = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "env", rows: 2, placeholder: "ANTHROPIC_API_KEY=… (one NAME=value a line)" }));
+  // An alert only while it says something: a hidden one would still be the panel's alert.
+  const problem = h("span", { class: "conch-problem", hidden: true });
+  /** @type {Found[]} */
+  let known = [];
+  const el = h(
+    "div",
+    { class: "conch-acp-fields", hidden: true },
+    field("Found on this machine", found),
+    h("div", { class: "conch-field-row" }, field("Command", command), field("Arguments", args)),
+    field("Environment (kept sealed, like a key)", env),
+    problem,
+  );
+  found.addEventListener("change", () => {
+    const chosen = known[Number(found.value)];
+    if (!chosen) return;
+    command.value = chosen.command;
+    args.value = chosen.args.join(" ");
+  });
+
+  /** @param {Found[]} list */
+  function setFound(list) {
+    known = list;
+    const none = list.length ? "Type a command below" : "None found on PATH: type a command below";
+    found.replaceChildren(
+      h("option", { value: "", text: none }),
+      ...list.map((f, i) => h("option", { value: String(i), text: `${f.label} (${[f.command, ...f.args].join(" ")})` })),
+    );
+  }
+  setFound([]);
+
+  /** @param {any} agent */
+  function fill(agent) {
+    const provider = agent?.provider?.kind === "acp" ? agent.provider : {};
+    command.value = provider.command || "";
+    args.value = (provider.args || []).join(" ");
+    env.value = "";
+    const names = provider.env_names || [];
+    env.placeholder = names.length ? `kept: ${names.join(", ")}; leave empty to keep them` : "ANTHROPIC_API_KEY=… (one NAME=value a line)";
+    problem.hidden = true;
+  }
+
+  /** The provider to send, or null (with words shown) when the form cannot say one. */
+  function provider() {
+    /** @type {Record<string, any>} */
+    const out = { kind: "acp", command: command.value.trim(), args: argsOf(args.value) };
+    const typed = envOf(env.value);
+    problem.hidden = typed !== null;
+    problem.removeAttribute("role");
+    if (typed === null) {
+      problem.setAttribute("role", "alert");
+      problem.textContent = "Write the environment as NAME=value, one a line.";
+      return null;
+    }
+    if (Object.keys(typed).length) out.env = typed;
+    return out;
+  }
+
+  /** @param {boolean} on */
+  function show(on) {
+    el.hidden = !on;
+  }
+  return { el, setFound, fill, provider, show };
+}
