@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
+
 from ..support import acp_agent, notebook_kernels
 from ..support.a2a_peers import Peer
 from ..support.api import Api, settled, wait_for
@@ -430,7 +432,9 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
     await kernel.run("shared = 41")
     await say(api, chat_id, "@Coder acp:mcp list_variables {}")
     chat = await settled(api, chat_id, 30)
-    names = "read_notebook,list_variables,run_code"
+    # Every tool the model agents are offered, the cell tools (issue 27) among them.
+    names = ",".join(t.name for t in NOTEBOOK_TOOLS)
+    assert {"add_cell", "edit_cell", "delete_cell", "run_cell"} <= set(names.split(","))
     [said] = replies(chat)
     assert said.startswith(f"tools: {names}; list_variables (error=False):")
     assert "shared" in said
