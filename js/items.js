@@ -2,13 +2,14 @@
 /**
  * The chat's items as elements: your messages, agents' replies under their dividers, an outside
  * agent's answer in its own quieter frame, handover lines and Conch's notes, a tool call's folded
- * block (tool-views.js); and the reply that is still streaming, drawn as plain text that grows
- * by appending (sealed HTML once it settles).
+ * block (tool-views.js); and the reply that is still streaming, its Markdown drawn as it grows
+ * (stream-md.js: nodes, never HTML; the server's sealed HTML once it settles).
  */
 
 import { disc, h, reducedMotion } from "./dom.js";
 import { paragraphPieces, textChange } from "./reconcile.js";
 import { roundCard } from "./round-card.js";
+import { drawParagraph } from "./stream-md.js";
 import { toolBlock } from "./tool-views.js";
 
 /**
@@ -139,6 +140,7 @@ export class StreamingReply {
     this.text = null;
     /** @type {HTMLElement | null} */
     this.block = null;
+    this.para = ""; // the growing paragraph's text
   }
 
   /** @param {Item} item @returns {HTMLElement} */
@@ -172,17 +174,20 @@ export class StreamingReply {
     for (const piece of paragraphPieces(this.shown, added)) {
       if (piece.fresh || !this.block) {
         this.block = h("span", { class: "conch-streaming-para" });
+        this.para = "";
         this.text?.append(this.block);
       }
-      this.block.append(piece.text);
+      // The growing paragraph's Markdown drawn again, as nodes (stream-md.js: sealed).
+      this.para += piece.text;
       this.shown += piece.text;
     }
+    if (this.block && added) drawParagraph(this.block, this.para);
   }
 
   clear() {
     this.el?.remove();
     this.el = null;
-    this.key = this.shown = "";
+    this.key = this.shown = this.para = "";
     this.text = this.block = null;
   }
 }

@@ -154,14 +154,18 @@ def pressed(page: Page, before: dict[str, object]) -> None:
 def test_a_notebook_draws_its_chat_once_and_every_other_output_points_there(
     browser: Browser, lab: Lab
 ) -> None:
-    page = open_notebook(browser, f"{lab.url}lab/tree/one.ipynb?token={lab.token}")
+    # A workspace of its own: the default one would open keys.ipynb beside it again.
+    page = open_notebook(browser, f"{lab.url}lab/workspaces/one/tree/one.ipynb?token={lab.token}")
     run_all(page)
     chats = page.locator(".conch-chat")
     expect(chats.first).to_have_attribute("data-source", "server", timeout=60_000)
     lines = page.locator(".conch-elsewhere")
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    # JupyterLab draws a cell's output once it is near the window: scroll down to the last one.
+    expect(cells.nth(2).locator(".jp-OutputArea-output")).to_have_count(1, timeout=30_000)
+    cells.nth(2).scroll_into_view_if_needed()
     expect(lines).to_have_count(2, timeout=30_000)
     expect(chats).to_have_count(1)
-    cells = page.locator(".jp-Notebook .jp-Cell")
     expect(cells.nth(0).locator(".conch-chat")).to_have_count(1)
     expect(lines.last).to_contain_text(
         re.compile(r"^This notebook's chat is drawn in the output of cell \[\d+\], live")

@@ -345,11 +345,9 @@ def test_a_live_round_card_shows_faces_the_pass_and_who_has_the_floor(page: Page
     expect(first.locator(".conch-place")).to_have_text("turn 1")
     streaming = page.locator(".conch-agent.is-streaming")
     expect(streaming.locator(".conch-place")).to_have_text("turn 2 · handed over by Researcher")
-    # Plain text while it streams (drawn sealed once it settles), grown by appending.
-    expect(streaming.locator(".conch-streaming-text")).to_have_text(
-        "A plan for Saturday, in `three`"
-    )
-    expect(streaming.locator("code")).to_have_count(0)
+    # Its Markdown drawn as it streams, as nodes (sealed HTML once it settles): code already.
+    expect(streaming.locator(".conch-streaming-text")).to_have_text("A plan for Saturday, in three")
+    expect(streaming.locator(".conch-streaming-text code")).to_have_text("three")
     assert pearl_rests_on(page, "Writer")
     page.locator(".conch-chat").screenshot(path=screenshot_path("harness-round-live"))
 
@@ -358,13 +356,18 @@ def test_the_kernel_relays_each_chunk_and_its_trait_doubles_nothing(page: Page) 
     chat = two_agent_round()
     mount(page, chat.traits())
     text = page.locator(".conch-agent.is-streaming .conch-streaming-text")
-    expect(text).to_have_text("A plan for Saturday, in `three`")
-    more = chunk("w1", "writer", " steps.")
+    # Markdown is drawn while it streams (issue 23, item 5): `three` is code already.
+    expect(text).to_have_text("A plan for Saturday, in three")
+    expect(text.locator("code")).to_have_text("three")
+    more = chunk("w1", "writer", " steps, **first <b>the</b> museum")
     page.evaluate("item => window.model.emit('msg:custom', {type: 'item', item})", more)
-    expect(text).to_have_text("A plan for Saturday, in `three` steps.")
+    # An open ** is bold so far; HTML in the words is only text (no element made from it).
+    expect(text).to_have_text("A plan for Saturday, in three steps, first <b>the</b> museum")
+    expect(text.locator("strong")).to_have_text("first <b>the</b> museum")
+    expect(text.locator("b")).to_have_count(0)
     # The trait synced again, the chunks joined as the kernel joins them: taken all over again.
-    update(page, chat.stream("w1", "writer", " steps.").traits())
-    expect(text).to_have_text("A plan for Saturday, in `three` steps.")
+    update(page, chat.stream("w1", "writer", " steps, **first <b>the</b> museum").traits())
+    expect(text).to_have_text("A plan for Saturday, in three steps, first <b>the</b> museum")
     update(page, chat.reply("w1", "writer", REPLY_W, handed_by="researcher").traits())
     expect(page.locator(".conch-agent.is-streaming")).to_have_count(0)
     expect(page.locator(".conch-agent").nth(1).locator(".conch-md code")).to_have_text("three")
