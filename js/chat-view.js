@@ -143,7 +143,7 @@ export function chatView(model, el, connect) {
       if (log.children[i] !== node) log.insertBefore(node, log.children[i] || null);
     });
     modes.draw(state.get("tools"));
-    spend.draw(state.get("budget"));
+    spend.draw(state.get("budget"), state.get("tools")?.locked);
     asks.draw(state.get("tools"));
     stuckRun.draw(state.get("tools"));
     box.draw();

@@ -8,6 +8,7 @@
  */
 
 import { h } from "./dom.js";
+import { budgetLock } from "./policy.js";
 import { dollars, spentWords } from "./words.js";
 
 /**
@@ -46,6 +47,9 @@ export function chatSpend(setLimit) {
     },
   });
   if (!setLimit) open.hidden = true;
+  // The administrator's cap on a chat's limit (policy.js), said by the form and kept as its max.
+  const capped = h("span", { class: "conch-spend-lock", role: "note", hidden: true });
+  form.append(capped);
   const el = h("div", { class: "conch-spend" }, words, open, form);
   el.hidden = true;
 
@@ -81,10 +85,11 @@ export function chatSpend(setLimit) {
     }
   });
 
-  /** @param {Budget} budget */
-  function draw(budget) {
+  /** @param {Budget} budget @param {import("./policy.js").Locked} [locked] */
+  function draw(budget, locked = {}) {
     el.hidden = !budget?.chat;
     if (!budget?.chat) return;
+    lockField(input, capped, budgetLock(locked).chat, locked.max_chat_usd);
     let line = `${spentWords(budget.chat)} this chat`;
     if (budget.month) line += ` · ${spentWords(budget.month)} this month`;
     if (words.textContent !== line) words.textContent = line;
@@ -132,6 +137,9 @@ export function monthSpend(act) {
       said,
     )
   );
+  // The administrator's cap on the month's budget (policy.js), said by the form.
+  const capped = h("p", { class: "conch-spend-lock", role: "note", hidden: true });
+  form.append(capped);
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.isComposing) {
       event.preventDefault();
@@ -148,10 +156,14 @@ export function monthSpend(act) {
   );
   el.hidden = true;
 
-  /** @param {{month: Part, by_agent: {agent: string | null, name?: string | null, spent: number}[]} | null} budget @param {boolean} editing */
-  function draw(budget, editing) {
+  /**
+   * @param {{month: Part, by_agent: {agent: string | null, name?: string | null, spent: number}[]} | null} budget
+   * @param {boolean} editing @param {import("./policy.js").Locked} [locked]
+   */
+  function draw(budget, editing, locked = {}) {
     el.hidden = !budget;
     if (!budget) return;
+    lockField(input, capped, budgetLock(locked).month, locked.max_monthly_usd);
     const line = `${spentWords(budget.month)} spent on metered agents this month (UTC), in every chat.`;
     if (words.textContent !== line) words.textContent = line;
     byAgent.replaceChildren(
@@ -168,4 +180,16 @@ export function monthSpend(act) {
     if (document.activeElement !== input) input.value = budget.month.limit === null ? "" : String(budget.month.limit);
   }
   return { el, draw };
+}
+
+/**
+ * A limit's field under the administrator's cap: its sentence shown (or hidden when none) and the
+ * cap as the field's max, so the page says it before the server refuses more.
+ * @param {HTMLInputElement} input @param {HTMLElement} note @param {string} sentence @param {unknown} most
+ */
+function lockField(input, note, sentence, most) {
+  note.hidden = !sentence;
+  if (note.textContent !== sentence) note.textContent = sentence;
+  if (typeof most === "number") input.max = String(most);
+  else input.removeAttribute("max");
 }

@@ -434,7 +434,7 @@ export function settingsView(source, el) {
     readOnly.textContent = readOnlyWords;
     root.classList.toggle("is-read-only", Boolean(readOnlyWords));
     drawAgents();
-    month.draw(source.state.get("budget") || null, !readOnlyWords);
+    month.draw(source.state.get("budget") || null, !readOnlyWords, source.state.get("locked") || {});
     outside.draw();
     drawPairings();
   }

@@ -32,6 +32,8 @@ POLICY = {
     "outside_hosts": False,
     "providers": {"kinds": ["offline", "openai"]},
     "acp": False,
+    "max_chat_usd": 2,
+    "max_monthly_usd": 20,
 }
 
 
@@ -72,6 +74,14 @@ def test_locked_controls_are_drawn_locked_with_the_sentence(browser: Browser, la
     expect(modes.get_by_role("button", name="Ask")).to_be_enabled()
     chat.screenshot(path=screenshot_path("policy-mode-switch"))
 
+    # The chat's limit: its form says the cap and keeps it as the field's max.
+    chat.locator(".conch-limit-open").click()
+    expect(chat.locator(".conch-spend-lock")).to_have_text(
+        f"A chat's limit can be at most $2.00 on this server: {BY_ADMIN}"
+    )
+    expect(chat.locator(".conch-limit-input")).to_have_attribute("max", "2")
+    chat.locator(".conch-limit-form").get_by_role("button", name="Cancel").click()
+
     # Settings, section by section.
     settings = page.locator(".conch-settings").first
     agents = settings.locator(".conch-panel").nth(0)
@@ -85,6 +95,9 @@ def test_locked_controls_are_drawn_locked_with_the_sentence(browser: Browser, la
     expect(kind.locator("option[value=anthropic]")).to_be_disabled()
     expect(kind.locator("option[value=openai]")).to_be_enabled()
     settings.screenshot(path=screenshot_path("policy-settings-agents"))
+    expect(agents.locator(".conch-month .conch-spend-lock")).to_have_text(
+        f"The monthly budget can be at most $20.00 on this server: {BY_ADMIN}"
+    )
 
     settings.get_by_role("tab", name="Outside agents").click()
     outside = settings.locator(".conch-panel").nth(1)
