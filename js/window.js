@@ -19,11 +19,17 @@ export const VIEW_PAGE = 100;
 /** Messages in each page loaded on scrolling up: more than a screen, so a fast scroll to the
  * top of a long chat asks a few dozen times, not a hundred. */
 export const EARLIER_PAGE = 250;
-/** Items drawn at most: a few dozen screens, and under 5,000 elements for the chat's root with
- * messages of the usual size (about a dozen elements per item). */
+/** Items drawn at most: a few dozen screens (about 3,600 elements with items of the usual size,
+ * a dozen elements each). */
 export const DRAWN = 300;
-/** Items drawn (and dropped at the other end) each time the person nears an end of the span. */
-export const STEP = 100;
+/** Items drawn at least, however many elements each holds. */
+export const FEWEST = 30;
+/** Elements the log may hold: where items are heavier than usual (long tool blocks, code), fewer
+ * are drawn, so the chat's root stays under 5,000 elements. */
+export const LOG_ELEMENTS = 4_000;
+/** Items drawn (and dropped at the other end) each time the person nears an end of the span: a
+ * third of the span. */
+export const STEP = DRAWN / 3;
 // How close to an end of what is drawn (px) the person scrolls before the span moves.
 const NEAR = 600;
 
@@ -38,22 +44,24 @@ const NEAR = 600;
 export const NEWEST = { first: null, last: null, from: 0, to: 0, follow: true };
 
 /**
- * Which items to draw now. `stuck`: the person is at the bottom of the log, so new items at the
+ * Which items to draw now (at most `most`). `stuck`: the person is at the bottom of the log, so new items at the
  * end drop old ones at the top; otherwise a span that would grow over DRAWN stops at the line it
  * reached (the newer items come back as the person scrolls down).
  * @param {string[]} ids every item's id, in reading order
  * @param {Span} was the span drawn before
  * @param {Move} move where the person went: up or down near an end of the span, to the newest
  * @param {boolean} [stuck]
+ * @param {number} [most] items drawn at most (DRAWN, or fewer where items are heavy)
  * @returns {Span}
  */
-export function spanOf(ids, was, move = null, stuck = false) {
+export function spanOf(ids, was, move = null, stuck = false, most = DRAWN) {
   const n = ids.length;
+  const step = Math.max(1, Math.floor(most / 3));
   let from;
   let to;
   if (move === "newest" || was.first === null) {
     to = n;
-    from = Math.max(0, n - DRAWN);
+    from = Math.max(0, n - most);
   } else {
     const first = ids.indexOf(was.first);
     from = first >= 0 ? first : Math.min(was.from, n);
@@ -63,16 +71,16 @@ export function spanOf(ids, was, move = null, stuck = false) {
       const last = was.last === null ? -1 : ids.indexOf(was.last);
       to = last >= from ? last + 1 : Math.min(n, from + (was.to - was.from));
     }
-    if (to - from > DRAWN) {
-      if (was.follow && stuck) from = to - DRAWN;
-      else to = from + DRAWN;
+    if (to - from > most) {
+      if (was.follow && stuck) from = to - most;
+      else to = from + most;
     }
     if (move === "up" && from > 0) {
-      from = Math.max(0, from - STEP);
-      to = Math.min(to, from + DRAWN);
+      from = Math.max(0, from - step);
+      to = Math.min(to, from + most);
     } else if (move === "down" && to < n) {
-      to = Math.min(n, to + STEP);
-      from = Math.max(from, to - DRAWN);
+      to = Math.min(n, to + step);
+      from = Math.max(from, to - most);
     }
   }
   return { first: ids[from] ?? null, last: to > from ? ids[to - 1] : null, from, to, follow: to === n };
@@ -92,6 +100,7 @@ export function windowed(log, { loadEarlier, redraw }) {
   let stuck = true;
   let loading = false;
   let total = 0;
+  let most = DRAWN;
   /** @type {{el: Element, offset: number} | null} the item read when the draw began */
   let anchor = null;
   const offset = (/** @type {Element} */ el) => el.getBoundingClientRect().top - log.getBoundingClientRect().top;
@@ -145,6 +154,7 @@ export function windowed(log, { loadEarlier, redraw }) {
         span,
         move,
         stuck,
+        most,
       );
       if (move === "newest") stuck = true;
       move = null;
@@ -162,6 +172,13 @@ export function windowed(log, { loadEarlier, redraw }) {
         if (moved) log.scrollTop += moved;
       }
       anchor = null;
+      // As many items as LOG_ELEMENTS allows, at the elements each drawn one holds on average.
+      const items = log.children.length;
+      if (items) {
+        const each = log.getElementsByTagName("*").length / items;
+        most = Math.max(FEWEST, Math.min(DRAWN, Math.floor(LOG_ELEMENTS / Math.max(each, 1))));
+        if (span.to - span.from > most) redraw();
+      }
       if (total) check();
     },
     /** To the newest messages: the span at the chat's end, the log at its bottom. */

@@ -136,3 +136,14 @@ test("an item that went away (folded under a reply) leaves the span where it was
   assert.deepEqual([next.from, next.to], [10, 20]);
   assert.ok(next.to - next.from <= DRAWN);
 });
+
+test("where items are heavy, fewer are drawn: the span keeps to the most it is given, a third a step", () => {
+  const all = ids(0, 1000);
+  let span = spanOf(all, NEWEST, null, true, 60);
+  assert.deepEqual([span.from, span.to], [940, 1000]);
+  span = spanOf(all, span, "up", false, 60);
+  assert.deepEqual([span.from, span.to, span.follow], [920, 980, false]);
+  // A span drawn with more than the most allowed now is cut at its bottom (the read line stays).
+  span = spanOf(all, { first: "i100", last: "i399", from: 100, to: 400, follow: false }, null, false, 60);
+  assert.deepEqual([span.from, span.to], [100, 160]);
+});
