@@ -101,6 +101,7 @@ export function windowed(log, { loadEarlier, redraw }) {
   let loading = false;
   let total = 0;
   let most = DRAWN;
+  let measured = ""; // the span whose elements were counted (not again for each streamed word)
   /** @type {{el: Element, offset: number} | null} the item read when the draw began */
   let anchor = null;
   const offset = (/** @type {Element} */ el) => el.getBoundingClientRect().top - log.getBoundingClientRect().top;
@@ -174,7 +175,9 @@ export function windowed(log, { loadEarlier, redraw }) {
       anchor = null;
       // As many items as LOG_ELEMENTS allows, at the elements each drawn one holds on average.
       const items = log.children.length;
-      if (items) {
+      const key = `${span.first} ${span.last} ${items}`;
+      if (items && key !== measured) {
+        measured = key;
         const each = log.getElementsByTagName("*").length / items;
         most = Math.max(FEWEST, Math.min(DRAWN, Math.floor(LOG_ELEMENTS / Math.max(each, 1))));
         if (span.to - span.from > most) redraw();
