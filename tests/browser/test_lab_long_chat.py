@@ -128,6 +128,8 @@ def test_a_long_chat_opens_from_its_last_page_and_scrolls_back_to_its_first_mess
     top_elements = page.evaluate(ELEMENTS)
     assert top_elements <= 5_000, top_elements
     expect(last).to_have_count(0)  # the newest far below: dropped
+    # Find-in-page finds what is drawn (real elements, not hidden ones).
+    assert page.evaluate("() => window.find('@Researcher question 1?')")
     newest = chat.locator(".conch-newest")
     expect(newest).to_be_visible()
 
