@@ -59,12 +59,14 @@ export function spanOf(ids, was, move = null, stuck = false, most = DRAWN) {
   const step = Math.max(1, Math.floor(most / 3));
   let from;
   let to;
-  if (move === "newest" || was.first === null) {
+  const first = was.first === null ? -1 : ids.indexOf(was.first);
+  // A chat that came again shorter (a new snapshot after a dropped stream) lost what was drawn.
+  const lost = first < 0 && was.from >= n;
+  if (move === "newest" || was.first === null || lost) {
     to = n;
     from = Math.max(0, n - most);
   } else {
-    const first = ids.indexOf(was.first);
-    from = first >= 0 ? first : Math.min(was.from, n);
+    from = first >= 0 ? first : was.from;
     if (was.follow) {
       to = n;
     } else {

@@ -147,3 +147,9 @@ test("where items are heavy, fewer are drawn: the span keeps to the most it is g
   span = spanOf(all, { first: "i100", last: "i399", from: 100, to: 400, follow: false }, null, false, 60);
   assert.deepEqual([span.from, span.to], [100, 160]);
 });
+
+test("a chat that came again shorter (a new snapshot) is drawn from its newest, never empty", () => {
+  const span = { first: "i7500", last: "i7799", from: 7500, to: 7800, follow: false };
+  const again = spanOf(ids(9850, 10000), span);
+  assert.deepEqual([again.from, again.to, again.follow, again.first], [0, 150, true, "i9850"]);
+});
