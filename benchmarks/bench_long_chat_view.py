@@ -9,7 +9,10 @@ browser tests run it (tests/support/lab.py), in Debian's chromium (Playwright). 
   running `%load_ext conch_jupyter` and `%conch`;
 - reopened: the notebook saved with the widget in it, opened on a new page (the kernel and its
   widget live on): from the notebook drawn to the last message visible;
-- elements under the chat's root, and the page's JS heap once it is drawn.
+- elements under the chat's root, and the page's JS heap once it is drawn;
+- scrolled back to the first message (the 10,000-message chat): how long that takes, and the
+  elements and JS heap then (the view draws a span near the viewport, window.js), side by side
+  with the view before it did (everything loaded stayed drawn), measured on this machine.
 
 Prints; never asserts on speed.
 
@@ -36,6 +39,16 @@ from ._machine import code_line, load_line, machine_line
 CHATS = {"100 messages": 50, "10,000 messages": 5_000}
 HEAP = "() => performance.memory ? performance.memory.usedJSHeapSize : 0"
 ELEMENTS = "() => document.querySelector('.conch-chat')?.querySelectorAll('*').length ?? 0"
+# The 10,000-message chat scrolled to its first message with the view before it drew a span
+# (commit 10f1bf6, everything loaded stayed drawn): elements under the chat's root, JS heap (MB),
+# seconds of scrolling; this machine, load average 6.3.
+BEFORE_TOP = (175_036, 93.0, 46.6)
+# Scroll the log to its top; whether the chat's first message is drawn.
+TO_THE_TOP = """() => {
+  const log = document.querySelector('.conch-chat .conch-log');
+  log.scrollTop = 0;
+  return log.textContent.includes('@Researcher question 0?');
+}"""
 
 
 def last_visible(page: Page, exchanges: int) -> float:
@@ -55,6 +68,12 @@ def one_chat(browser: Browser, lab: Lab, name: str, exchanges: int, reopen: int)
     elements, heap = page.evaluate(ELEMENTS), page.evaluate(HEAP)
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_timeout(1500)
+    if exchanges > 1_000:
+        start = time.monotonic()
+        page.wait_for_function(TO_THE_TOP, polling=100, timeout=600_000)
+        took = time.monotonic() - start
+        page.wait_for_timeout(500)
+        top, top_heap = page.evaluate(ELEMENTS), page.evaluate(HEAP)
     page.context.close()
     again = []
     for _ in range(reopen):
@@ -67,6 +86,14 @@ def one_chat(browser: Browser, lab: Lab, name: str, exchanges: int, reopen: int)
         f" (of {reopen}: {', '.join(f'{a:.2f}' for a in again)}) after the notebook was drawn"
     )
     print(f"  elements under the chat's root: {elements}; JS heap {heap / 1e6:.1f} MB")
+    if exchanges > 1_000:
+        was, was_heap, was_took = BEFORE_TOP
+        print(
+            f"  scrolled to the first message in {took:.1f} s ({took / was_took:.2f}x the"
+            f" {was_took} s before): {top} elements under the chat's root"
+            f" ({top / was:.3f}x the {was:,} before), JS heap {top_heap / 1e6:.1f} MB"
+            f" ({top_heap / 1e6 / was_heap:.2f}x the {was_heap} MB before)"
+        )
 
 
 def main() -> None:

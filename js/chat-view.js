@@ -17,7 +17,7 @@ import { h } from "./dom.js";
 import { StreamingReply, drawItem } from "./items.js";
 import { reconcile } from "./reconcile.js";
 import { approvals, modeSwitch, stuckBlock } from "./tool-views.js";
-import { scrollBack } from "./window.js";
+import { windowed } from "./window.js";
 
 /**
  * @typedef {import("./chat-source.js").Model} Model
@@ -51,7 +51,19 @@ export function chatView(model, el, connect) {
   const status = h("div", { class: "conch-sr-only", role: "status", "aria-live": "polite" });
   /** @type {Source} */
   let source;
-  const box = composer({ get: (name) => source.state.get(name) }, (text) => source.send(text));
+  // What is drawn of a long chat: the span near where the person reads (window.js); the log
+  // stays at its newest line unless the person has scrolled up to read.
+  const win = windowed(log, {
+    loadEarlier: () => (source.earlier ? source.earlier() : Promise.resolve(false)),
+    redraw: () => schedule(),
+  });
+  const newest = h("button", { type: "button", class: "conch-button conch-quiet conch-newest", hidden: true }, "Newest messages ↓");
+  newest.addEventListener("click", () => win.newest());
+  // Sending goes to the newest messages, where the reply will be (the span drawn, window.js).
+  const box = composer({ get: (name) => source.state.get(name) }, (text) => {
+    win.newest();
+    source.send(text);
+  });
   source = connect((text) => box.restore(text));
   const state = source.state;
   /** @type {import("./tool-views.js").ToolActions} */
@@ -81,6 +93,7 @@ export function chatView(model, el, connect) {
     problem,
     empty,
     log,
+    newest,
     asks.el,
     stuckRun.el,
     box.el,
@@ -94,17 +107,6 @@ export function chatView(model, el, connect) {
   const sigs = new Map();
   const streaming = new StreamingReply();
   let queued = false;
-  // The log stays at its newest line unless the person has scrolled up to read.
-  let stuck = true;
-  log.addEventListener("scroll", () => {
-    stuck = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
-  });
-  const toBottom = () => {
-    if (stuck) log.scrollTop = log.scrollHeight;
-  };
-  // Earlier messages of a long chat load as the person scrolls up (window.js).
-  const back = scrollBack(log, () => (source.earlier ? source.earlier() : Promise.resolve(false)));
-
   function draw() {
     queued = false;
     title.textContent = state.get("title") || "Conch";
@@ -112,7 +114,7 @@ export function chatView(model, el, connect) {
     const words = state.get("problem") || model.get("problem") || "";
     problem.hidden = !words;
     problem.textContent = words;
-    const plan = reconcile(sigs, state.get("items") || []);
+    const plan = reconcile(sigs, win.pick(state.get("items") || []));
     for (const id of plan.remove) {
       drawn.get(id)?.stop?.();
       drawn.get(id)?.el.remove();
@@ -136,7 +138,9 @@ export function chatView(model, el, connect) {
     const live = state.get("live");
     empty.hidden = order.length > 0 || Boolean(live);
     if (!empty.hidden) empty.textContent = emptyWords(state.get("mentions") || []);
-    if (live) order.push(streaming.show(live));
+    // The reply streaming now goes on (off the page) while the person reads far above it.
+    if (live && win.follow) order.push(streaming.show(live));
+    else if (live) streaming.show(live).remove();
     else streaming.clear();
     // Move only what is out of place: moving a node would restart its animations.
     order.forEach((node, i) => {
@@ -147,9 +151,9 @@ export function chatView(model, el, connect) {
     asks.draw(state.get("tools"));
     stuckRun.draw(state.get("tools"));
     box.draw();
-    toBottom();
-    back.drawn();
-    requestAnimationFrame(toBottom); // the first draw may happen before the view is attached
+    win.placed();
+    newest.hidden = win.follow;
+    requestAnimationFrame(() => win.placed()); // the first draw may happen before the view is attached
   }
 
   function schedule() {
@@ -170,7 +174,7 @@ export function chatView(model, el, connect) {
   draw();
   return () => {
     source.close();
-    back.stop();
+    win.stop();
     for (const name of TRAITS) state.off(`change:${name}`, schedule);
     model.off("change:problem", schedule);
     model.off("msg:custom", onMessage);
