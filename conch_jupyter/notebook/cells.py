@@ -242,8 +242,8 @@ def _changed_since_read(cell: Cell, seen: Mapping[str, str], done: str) -> Refus
 
 
 def written_by(cells: Sequence[Cell], names: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Each cell in order with who wrote it, for the view's marks: `{id, conch: {agent, name,
-    chat} | null}` (`name` null for an agent since removed). Only a well-formed
+    """Each cell in order with its type and who wrote it, for the view's marks: `{id, type,
+    conch: {agent, name, chat} | null}` (`name` null for an agent since removed). Only a well-formed
     `metadata.conch` counts: anything else in a cell's metadata marks nothing."""
     out: list[dict[str, Any]] = []
     for cell in cells:
@@ -257,5 +257,5 @@ def written_by(cells: Sequence[Cell], names: Mapping[str, str]) -> list[dict[str
                 "name": names.get(agent),
                 "chat": chat if isinstance(chat, str) else None,
             }
-        out.append({"id": cell.id, "conch": mark})
+        out.append({"id": cell.id, "type": cell.cell_type, "conch": mark})
     return out

@@ -245,7 +245,7 @@ class ToolUndoHandler(ConchHandler):
 
 class CellsHandler(ConchHandler):
     """`GET /conversations/{id}/cells`: the chat's notebook's cells in order with who wrote
-    each (`{path, where, cells: [{id, conch: {agent, name, chat} | null}]}`), for the view's
+    each (`{path, where, cells: [{id, type, conch: {agent, name, chat} | null}]}`), for the view's
     marks; the kernel key may read it, like the rest of a chat."""
 
     @web.authenticated

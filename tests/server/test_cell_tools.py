@@ -338,9 +338,9 @@ async def test_the_cells_endpoint_says_who_wrote_each_cell_in_order(
         "path": BOOK,
         "where": "file",
         "cells": [
-            {"id": first, "conch": None},
-            {"id": second, "conch": wrote},
-            {"id": added, "conch": gone},
+            {"id": first, "type": "markdown", "conch": None},
+            {"id": second, "type": "code", "conch": wrote},
+            {"id": added, "type": "code", "conch": gone},
         ],
     }
     response = await http_server_client.fetch(
