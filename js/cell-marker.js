@@ -4,6 +4,8 @@
  * Notebook 7): each gets the class `conch-agent-cell` and a quiet badge ("written by Analyst").
  * The view asks the server for the notebook's cells in order with who wrote each, and matches
  * them to the page's cells by place (cell-marks.js: nothing is marked while the two disagree).
+ * Only a list read from the live shared document is used (where there is no collaboration the
+ * file may be behind the page), and only one read after the page's last change of its cells.
  * Refreshed when the chat brings a cell write or an Undo, and when the notebook's cell list
  * changes in the page; removed when the last view of the notebook goes.
  */
@@ -75,21 +77,31 @@ export function markCells(api, conversationId, el) {
     });
   };
 
+  // Each change of the page's cell list makes what was read before it stale: a read counts
+  // only if no change came while it was under way.
+  let changes = 0;
   const read = async () => {
     if (reading) {
       again = true;
       return;
     }
     reading = true;
+    const before = changes;
+    /** @type {import("./cell-marks.js").Listed[] | null} */
+    let answer = null;
     try {
-      const answer = await api.request("GET", path);
-      listed = Array.isArray(answer?.cells) ? answer.cells : [];
+      const body = await api.request("GET", path);
+      // Only the live shared document is what the page shows; a file (no collaboration) may be
+      // behind a page's unsaved changes, so it marks nothing.
+      answer = body?.where === "live" && Array.isArray(body.cells) ? body.cells : null;
     } catch {
-      listed = null; // the server cannot say: mark nothing rather than something stale
+      answer = null; // the server cannot say: mark nothing rather than something stale
     } finally {
       reading = false;
     }
     if (stopped) return;
+    if (changes !== before) again = true;
+    else listed = answer;
     draw();
     if (again) {
       again = false;
@@ -106,7 +118,10 @@ export function markCells(api, conversationId, el) {
   // children, so typing in a cell (and the badges themselves) never call for a read.
   const list = book.querySelector(".jp-WindowedPanel-viewport") || book;
   const observer = new MutationObserver(() => {
-    draw(); // at once: a page out of step loses its marks before the read comes back
+    // At once: the cells moved, came or went, so no mark stays until a read after it agrees.
+    changes += 1;
+    listed = null;
+    draw();
     soon();
   });
   observer.observe(list, { childList: true });

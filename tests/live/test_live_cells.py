@@ -4,13 +4,15 @@ build, tests/live/env.py), two pages on one notebook — one in JupyterLab, one 
 The offline agent adds a cell and runs it, edits one, deletes one, in Auto; both pages show each
 change within a moment (through the shared document, never the file under them); the user types
 in cell 1 while the agent edits cell 3, and both survive a save and a reload; Undo puts a cell
-back in both pages; Ask asks and a no changes nothing; Read refuses; Stop during `run_cell`
-interrupts the kernel and leaves the cell idle.
+back in both pages; the chat's view marks the cell an agent added (its badge goes with Undo);
+Ask asks and a no changes nothing; Read refuses; Stop during `run_cell` interrupts the kernel
+and leaves the cell idle.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -317,6 +319,15 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     # The chat keeps what the write changed: the cell's id and its text.
     expect(added.locator(".conch-cell-change")).to_have_text("+ print(6 * 7)\n")
     expect(added.locator(".conch-tool-label").first).to_contain_text("the change")
+    # The view marks the cell the agent wrote, in the notebook itself (and no other cell).
+    written = page.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(written).to_have_count(1, timeout=MOMENT)
+    expect(written.locator(".cm-content")).to_have_text("print(6 * 7)")
+    badge = written.locator(".conch-cell-badge")
+    expect(badge).to_have_text("written by Researcher")
+    expect(badge).to_have_attribute(
+        "title", re.compile(r"^Conch: Researcher wrote this cell in this notebook's Conch chat")
+    )
     page.screenshot(path=screenshot_path("live-cells-added-and-ran"))
     # Undo, under the write: the added cell goes from the notebook, and Undo with it.
     added.get_by_role("button", name="Undo").click()
@@ -324,5 +335,7 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
         f"() => !({CELLS})().some(c => c.source === 'print(6 * 7)')", timeout=MOMENT
     )
     expect(added.get_by_role("button", name="Undo")).to_have_count(0, timeout=10_000)
+    expect(page.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
+    expect(page.locator(".conch-agent-cell")).to_have_count(0)
     assert console.errors == []
     page.context.close()
