@@ -4,9 +4,9 @@ build, tests/live/env.py), two pages on one notebook — one in JupyterLab, one 
 The offline agent adds a cell and runs it, edits one, deletes one, in Auto; both pages show each
 change within a moment (through the shared document, never the file under them); the user types
 in cell 1 while the agent edits cell 3, and both survive a save and a reload; Undo puts a cell
-back in both pages; the chat's view marks the cell an agent added (its badge goes with Undo);
-Ask asks and a no changes nothing; Read refuses; Stop during `run_cell` interrupts the kernel
-and leaves the cell idle.
+back in both pages; the chat's view marks the cell an agent added, in JupyterLab and Notebook 7
+(its badge goes with Undo); Ask asks and a no changes nothing; Read refuses; Stop during
+`run_cell` interrupts the kernel and leaves the cell idle.
 """
 
 from __future__ import annotations
@@ -329,6 +329,13 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
         "title", re.compile(r"^Conch: Researcher wrote this cell in this notebook's Conch chat")
     )
     page.screenshot(path=screenshot_path("live-cells-added-and-ran"))
+    # Notebook 7 on the same notebook: its chat view (the widget, live from the kernel) marks
+    # the same cell there.
+    classic = open_notebook(browser, f"{lab.url}notebooks/{DEMO}?token={lab.token}")
+    marked = classic.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(marked).to_have_count(1, timeout=30_000)
+    expect(marked.locator(".conch-cell-badge")).to_have_text("written by Researcher")
+    classic.screenshot(path=screenshot_path("live-cells-marked-notebook7"))
     # Undo, under the write: the added cell goes from the notebook, and Undo with it.
     added.get_by_role("button", name="Undo").click()
     page.wait_for_function(
@@ -337,5 +344,7 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     expect(added.get_by_role("button", name="Undo")).to_have_count(0, timeout=10_000)
     expect(page.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
     expect(page.locator(".conch-agent-cell")).to_have_count(0)
+    expect(classic.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
+    classic.context.close()
     assert console.errors == []
     page.context.close()
