@@ -50,7 +50,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = root / "work"
     work.mkdir()
     (work / BOOK).write_text(notebook("a = 1", "b = 2", "c = 3"))
-    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch", "mine = 0"))
     with running_lab(root, offline_delay=0, python=python, env_extra=live_env()) as running:
         yield running
 
@@ -346,5 +346,20 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     expect(page.locator(".conch-agent-cell")).to_have_count(0)
     expect(classic.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
     classic.context.close()
+    # An edit of the user's own cell marks it; Undo of the edit takes the mark off again.
+    mine = page.evaluate(f"() => ({CELLS})().find(c => c.source === 'mine = 0').id")
+    box.fill(f"@Researcher edit cell {mine}:\n```python\nmine = 1\n```")
+    box.press("Enter")
+    expect(approval.locator(".conch-approval-head")).to_contain_text(
+        "wants to change cell", timeout=30_000
+    )
+    approval.get_by_role("button", name="Change it").click()
+    edited = page.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(edited).to_have_count(1, timeout=MOMENT)
+    expect(edited.locator(".cm-content")).to_have_text("mine = 1")
+    edit = chat.locator(".conch-tool[data-tool=edit_cell]")
+    edit.get_by_role("button", name="Undo").click()
+    expect(page.locator(".conch-agent-cell")).to_have_count(0, timeout=MOMENT)
+    page.wait_for_function(f"() => ({CELLS})().some(c => c.source === 'mine = 0')")
     assert console.errors == []
     page.context.close()
