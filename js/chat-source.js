@@ -99,6 +99,27 @@ export function fedChat({ tools }) {
  */
 const FOLLOWED = new Map();
 
+/**
+ * Who else hears a followed chat's items (the cell marks: cell-marker.js), by chat.
+ * @type {Map<string, Set<(item: Item) => void>>}
+ */
+const LISTENERS = new Map();
+
+/**
+ * Hear the items of a chat this page follows from the server; returns the unsubscribe.
+ * @param {ServerApi} api @param {string} conversationId @param {(item: Item) => void} listener
+ */
+export function onChatItem(api, conversationId, listener) {
+  const key = `${api.base}${conversationId}`;
+  const listeners = LISTENERS.get(key) || new Set();
+  LISTENERS.set(key, listeners);
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+    if (listeners.size === 0) LISTENERS.delete(key);
+  };
+}
+
 /** @param {ServerApi} api @param {string} conversationId @returns {Followed} */
 function followed(api, conversationId) {
   const key = `${api.base}${conversationId}`;
@@ -119,6 +140,7 @@ function followed(api, conversationId) {
       item(item) {
         if (item.type === "event" && item.event?.type === "round.ended") fed.state.update({ notice: "" });
         fed.take(item);
+        for (const listener of LISTENERS.get(key) || []) listener(item);
       },
       problem(words) {
         fed.state.update({ problem: words });

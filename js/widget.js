@@ -9,6 +9,7 @@
  * gone; elsewhere it falls back to relaying through the kernel.
  */
 
+import { markCells } from "./cell-marker.js";
 import { directChat, relayedChat } from "./chat-source.js";
 import { chatView } from "./chat-view.js";
 import { oneChat } from "./one-chat.js";
@@ -76,7 +77,13 @@ async function render({ model, el }) {
   // stream brings the chat itself).
   const api = id ? await reachable(`conversations/${encodeURIComponent(id)}?limit=0`) : null;
   // One chat per page: drawn in full once; every other output of it is one line (one-chat.js).
-  return oneChat(id, el, () => chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model))));
+  const close = oneChat(id, el, () => chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model))));
+  // The cells agents wrote, marked in the notebook this output sits in (cell-marker.js).
+  const unmark = api ? markCells(api, id, el) : () => {};
+  return () => {
+    unmark();
+    close();
+  };
 }
 
 export default { render };

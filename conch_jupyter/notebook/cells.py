@@ -239,3 +239,23 @@ def _changed_since_read(cell: Cell, seen: Mapping[str, str], done: str) -> Refus
             " in it). Nothing was changed; call read_notebook to see it as it is now."
         )
     return None
+
+
+def written_by(cells: Sequence[Cell], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each cell in order with its type and who wrote it, for the view's marks: `{id, type,
+    conch: {agent, name, chat} | null}` (`name` null for an agent since removed). Only a well-formed
+    `metadata.conch` counts: anything else in a cell's metadata marks nothing."""
+    out: list[dict[str, Any]] = []
+    for cell in cells:
+        conch = cell.metadata.get("conch")
+        mark = None
+        if isinstance(conch, Mapping) and isinstance(conch.get("agent"), str):
+            agent = conch["agent"]
+            chat = conch.get("chat")
+            mark = {
+                "agent": agent,
+                "name": names.get(agent),
+                "chat": chat if isinstance(chat, str) else None,
+            }
+        out.append({"id": cell.id, "type": cell.cell_type, "conch": mark})
+    return out

@@ -43,7 +43,7 @@ from ..providers.base import ToolCall
 from ..store.chats import Conversation, Mode, NotFound, Store
 from ..store.hub import Hub
 from ..store.rows import Message
-from .cells import Refusal, Undo, UndoStep, Write, plan, undo_of, undo_step
+from .cells import Refusal, Undo, UndoStep, Write, plan, undo_of, undo_step, written_by
 from .documents import HELD_WORDS, NO_FILE_WORDS, Held, NotebookDocuments, new_cell_id
 from .kernel import KernelBusy, NoKernel, NotebookKernels, StuckRun
 from .reading import notebook_text, variables_text
@@ -264,6 +264,22 @@ class NotebookTools:
         if waiting is None or waiting.answer.done():
             raise NotAsking(call_id)
         waiting.answer.set_result(run)
+
+    async def cells(self, conversation_id: str, names: dict[str, str]) -> dict[str, Any]:
+        """The chat's notebook's cells in order with who wrote each (`written_by`), as the user
+        sees them now: the live document where there is one, else the file; for the view's
+        marks on the cells agents wrote. A chat of no notebook has none."""
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is None or conversation.origin != "user":
+            raise NotFound(conversation_id)
+        if not conversation.path or self.documents is None:
+            return {"path": conversation.path, "where": None, "cells": []}
+        book = await self.documents.read(conversation.path)
+        return {
+            "path": conversation.path,
+            "where": book.where,
+            "cells": written_by(book.cells, names),
+        }
 
     async def undo(self, conversation_id: str, call_id: str) -> None:
         """The user's Undo of an agent's write: the cell as it was, or the added one removed.

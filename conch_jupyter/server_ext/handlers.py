@@ -243,6 +243,18 @@ class ToolUndoHandler(ConchHandler):
         self.reply({"call_id": call_id, "undone": True})
 
 
+class CellsHandler(ConchHandler):
+    """`GET /conversations/{id}/cells`: the chat's notebook's cells in order with who wrote
+    each (`{path, where, cells: [{id, type, conch: {agent, name, chat} | null}]}`), for the view's
+    marks; the kernel key may read it, like the rest of a chat."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, conversation_id: str) -> None:
+        names = self.conch.rounds.names()
+        self.reply(await self.conch.tools.cells(conversation_id, names))  # 404: no such chat
+
+
 class KernelActionHandler(ConchHandler):
     """The user's Interrupt again or Restart kernel, offered while an agent's code that Stop
     interrupted still runs (the chat's `stuck`); 409 in words when nothing is stuck."""
@@ -443,6 +455,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})/undo", ToolUndoHandler),
         (chat + r"/kernel/(?P<action>interrupt|restart)", KernelActionHandler),
+        (chat + r"/cells", CellsHandler),
     ]
 
 

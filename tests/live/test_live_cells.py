@@ -4,13 +4,15 @@ build, tests/live/env.py), two pages on one notebook — one in JupyterLab, one 
 The offline agent adds a cell and runs it, edits one, deletes one, in Auto; both pages show each
 change within a moment (through the shared document, never the file under them); the user types
 in cell 1 while the agent edits cell 3, and both survive a save and a reload; Undo puts a cell
-back in both pages; Ask asks and a no changes nothing; Read refuses; Stop during `run_cell`
-interrupts the kernel and leaves the cell idle.
+back in both pages; the chat's view marks the cell an agent added, in JupyterLab and Notebook 7
+(its badge goes with Undo); Ask asks and a no changes nothing; Read refuses; Stop during
+`run_cell` interrupts the kernel and leaves the cell idle.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -48,7 +50,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = root / "work"
     work.mkdir()
     (work / BOOK).write_text(notebook("a = 1", "b = 2", "c = 3"))
-    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch", "mine = 0"))
     with running_lab(root, offline_delay=0, python=python, env_extra=live_env()) as running:
         yield running
 
@@ -317,12 +319,47 @@ def test_in_the_chat_the_user_approves_an_added_cell_and_its_run_then_undoes_it(
     # The chat keeps what the write changed: the cell's id and its text.
     expect(added.locator(".conch-cell-change")).to_have_text("+ print(6 * 7)\n")
     expect(added.locator(".conch-tool-label").first).to_contain_text("the change")
+    # The view marks the cell the agent wrote, in the notebook itself (and no other cell).
+    written = page.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(written).to_have_count(1, timeout=MOMENT)
+    expect(written.locator(".cm-content")).to_have_text("print(6 * 7)")
+    badge = written.locator(".conch-cell-badge")
+    expect(badge).to_have_text("written by Researcher")
+    expect(badge).to_have_attribute(
+        "title", re.compile(r"^Conch: Researcher wrote this cell in this notebook's Conch chat")
+    )
     page.screenshot(path=screenshot_path("live-cells-added-and-ran"))
+    # Notebook 7 on the same notebook: its chat view (the widget, live from the kernel) marks
+    # the same cell there.
+    classic = open_notebook(browser, f"{lab.url}notebooks/{DEMO}?token={lab.token}")
+    marked = classic.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(marked).to_have_count(1, timeout=30_000)
+    expect(marked.locator(".conch-cell-badge")).to_have_text("written by Researcher")
+    classic.screenshot(path=screenshot_path("live-cells-marked-notebook7"))
     # Undo, under the write: the added cell goes from the notebook, and Undo with it.
     added.get_by_role("button", name="Undo").click()
     page.wait_for_function(
         f"() => !({CELLS})().some(c => c.source === 'print(6 * 7)')", timeout=MOMENT
     )
     expect(added.get_by_role("button", name="Undo")).to_have_count(0, timeout=10_000)
+    expect(page.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
+    expect(page.locator(".conch-agent-cell")).to_have_count(0)
+    expect(classic.locator(".conch-cell-badge")).to_have_count(0, timeout=MOMENT)
+    classic.context.close()
+    # An edit of the user's own cell marks it; Undo of the edit takes the mark off again.
+    mine = page.evaluate(f"() => ({CELLS})().find(c => c.source === 'mine = 0').id")
+    box.fill(f"@Researcher edit cell {mine}:\n```python\nmine = 1\n```")
+    box.press("Enter")
+    expect(approval.locator(".conch-approval-head")).to_contain_text(
+        "wants to change cell", timeout=30_000
+    )
+    approval.get_by_role("button", name="Change it").click()
+    edited = page.locator(".jp-Notebook .jp-Cell.conch-agent-cell")
+    expect(edited).to_have_count(1, timeout=MOMENT)
+    expect(edited.locator(".cm-content")).to_have_text("mine = 1")
+    edit = chat.locator(".conch-tool[data-tool=edit_cell]")
+    edit.get_by_role("button", name="Undo").click()
+    expect(page.locator(".conch-agent-cell")).to_have_count(0, timeout=MOMENT)
+    page.wait_for_function(f"() => ({CELLS})().some(c => c.source === 'mine = 0')")
     assert console.errors == []
     page.context.close()

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.timeout(120)
 kernel = notebook_kernels.kernel  # the fixture: a real ipykernel for work.ipynb (a page's)
 
 ANALYST = Caller("analyst", "Analyst")
+GONE = Caller("gone", "Gone")  # an agent not (or no longer) in Settings
 BOOK = "draft.ipynb"
 
 
@@ -309,3 +310,56 @@ def _now(value: Any) -> Any:
         return value or None
 
     return give()
+
+
+async def test_the_cells_endpoint_says_who_wrote_each_cell_in_order(
+    jp_serverapp: Any, draft: Path, api: Api, http_server_client: Any, jp_base_url: str
+) -> None:
+    """`GET …/cells`: each cell in order with who wrote it, read by the kernel key too; a
+    cell the user undid goes back to no mark; a chat of no notebook has no cells."""
+    status, agent = await api(
+        "POST", "agents", {"name": "Analyst", "provider": {"kind": "openai", "model": "m"}}
+    )
+    assert status == 201, agent
+    tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp)
+    caller = Caller(agent["id"], "Analyst")
+    first, second = cell_ids(draft)
+    await tools.call(chat, caller, ToolCall("r", "read_notebook", {}), 0)
+    await tools.call(
+        chat, caller, ToolCall("e", "edit_cell", {"cell_id": second, "source": "x = 5"}), 1
+    )
+    await tools.call(chat, GONE, ToolCall("a", "add_cell", {"cell_type": "code", "source": "z"}), 2)
+    added = cell_ids(draft)[2]
+    wrote = {"agent": agent["id"], "name": "Analyst", "chat": chat}
+    gone = {"agent": "gone", "name": None, "chat": chat}  # no such agent (removed): no name
+    status, body = await api("GET", f"conversations/{chat}/cells")
+    assert status == 200
+    assert body == {
+        "path": BOOK,
+        "where": "file",
+        "cells": [
+            {"id": first, "type": "markdown", "conch": None},
+            {"id": second, "type": "code", "conch": wrote},
+            {"id": added, "type": "code", "conch": gone},
+        ],
+    }
+    response = await http_server_client.fetch(
+        f"{jp_base_url}conch/api/conversations/{chat}/cells",
+        headers={"X-Conch-Kernel-Key": os.environ["CONCH_KERNEL_KEY"]},
+    )
+    assert json.loads(response.body) == body  # the kernel key reads it, as the rest of a chat
+    edit = tool_messages(jp_serverapp, chat)[1]["call_id"]
+    await api("POST", f"conversations/{chat}/tools/{edit}/undo")
+    _, body = await api("GET", f"conversations/{chat}/cells")
+    assert [c["conch"] for c in body["cells"]] == [None, None, gone]
+    # A hand-made mark that is not Conch's shape marks nothing.
+    book = saved(draft)
+    book.cells[0].metadata["conch"] = "not a mark"
+    nbformat.write(book, draft / BOOK)
+    _, body = await api("GET", f"conversations/{chat}/cells")
+    assert body["cells"][0]["conch"] is None
+    status, body = await api("GET", "conversations/nosuchchat/cells")
+    assert (status, body["error"]["code"]) == (404, "not_found")
+    bare = await conch_of(jp_serverapp).store.create_conversation("no notebook")
+    status, body = await api("GET", f"conversations/{bare.id}/cells")
+    assert (status, body) == (200, {"path": None, "where": None, "cells": []})
