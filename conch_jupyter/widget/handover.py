@@ -14,7 +14,9 @@ import ast
 import contextlib
 import hashlib
 import hmac
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +80,21 @@ class _Tee:
         return getattr(self.to, name)
 
 
+@contextlib.contextmanager
+def _interruptible() -> Any:
+    """Stop's interrupt raises KeyboardInterrupt in the run, as in any cell. In a cell that
+    awaits, ipykernel turns SIGINT into cancelling the cell's coroutine, which a run blocking
+    the loop would only see once it ended; so Python's own handler, for the run's length."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @dataclass(frozen=True)
 class Ran:
     output: str
@@ -92,7 +109,7 @@ def run_here(code: str, namespace: dict[str, Any]) -> Ran:
     out = _Tee(sys.stdout)
     err = _Tee(sys.stderr)
     failed = False
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with _interruptible(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             tree = ast.parse(code, FILENAME)
             last = tree.body[-1] if tree.body else None
