@@ -184,6 +184,22 @@ class ChatWidget(KernelWidget):
                 await self._run_handed(client, me, took["run"])
         await self._caught_up(chat)
 
+    async def switched_to(self, mode: str, timeout: float = 600.0) -> None:
+        """Wait until you switch the chat to `mode` ("ask", "auto" or "read") in its header,
+        saying in this cell's output what it waits for (only you can: the kernel key may not)."""
+        if mode not in ("ask", "auto", "read"):
+            raise ValueError(f"a chat's mode is ask, auto or read, not {mode!r}")
+        deadline = time.monotonic() + timeout
+        client, told = self.client(), False
+        while (await client.conversation(self.conversation_id, 1)).get("mode") != mode:
+            if not told:
+                told = True
+                words = f"Waiting for you to switch the chat to {mode.capitalize()} in its header."
+                print(words, flush=True)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the chat was not switched to {mode} in {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+
     async def _run_handed(
         self, client: AsyncConchClient, me: ThisKernel, run: dict[str, Any]
     ) -> None:
