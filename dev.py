@@ -14,6 +14,7 @@ Jupyter server), and `python3 dev.py test tests/server` one kind.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -36,11 +37,32 @@ def run(*args: str | Path, **kwargs: object) -> None:
     subprocess.run([str(a) for a in args], check=True, **kwargs)  # type: ignore[call-overload]
 
 
+# The repository's package.json says "type": "module" (the view's sources are ES modules), and
+# Node applies the nearest package.json above a file to it. JupyterLab runs the yarn.js that
+# jupyter_builder ships (a CommonJS bundle) at every start (`yarn config`, for the registry), and
+# inside .venv/ that file fell under our "module" scope: Node refused it ("Dynamic require of
+# "util" is not supported") and JupyterLab printed "Fail to get yarn configuration" and a
+# screenful of minified source. A package.json of its own in .venv/ ends our scope there.
+VENV_NODE_SCOPE = {
+    "description": "Not a Node package: ends the repository's ES-module scope at .venv/ (dev.py)",
+    "type": "commonjs",
+}
+
+
+def ensure_node_scope() -> None:
+    """The .venv/package.json that lets Node run the CommonJS scripts installed in .venv/."""
+    marker = VENV / "package.json"
+    wanted = json.dumps(VENV_NODE_SCOPE, indent=2) + "\n"
+    if not marker.exists() or marker.read_text() != wanted:
+        marker.write_text(wanted)
+
+
 def ensure_venv(extra: str) -> None:
     if not PYTHON.exists():
         say(f"making a virtual environment in {VENV.name}/")
         venv.EnvBuilder(with_pip=True).create(VENV)
         run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    ensure_node_scope()
     stamp = VENV / f".installed-{extra}"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:

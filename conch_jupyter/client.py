@@ -309,6 +309,17 @@ class AsyncConchClient(BaseConchClient):
     async def stop(self, conversation_id: str) -> bool:
         return await self.do(Calls.stop(conversation_id))
 
+    async def take_handed(self, kernel_id: str, proof: str, wait: float) -> Answer:
+        """answered()'s question: this kernel's next approved run ({"run": {"id", "code"}} or
+        {"run": None} after `wait` seconds)."""
+        return await self.do(Calls.take_handed(kernel_id, proof, wait))
+
+    async def give_handed(
+        self, kernel_id: str, proof: str, run_id: str, output: str, total: int, failed: bool
+    ) -> Answer:
+        """What the handed run printed, given back as that run's result."""
+        return await self.do(Calls.give_handed(kernel_id, proof, run_id, output, total, failed))
+
     # --- outside agents and pairings (Settings) ---
 
     async def outside(self) -> Rows:

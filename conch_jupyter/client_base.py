@@ -139,6 +139,19 @@ class Calls:
         return Call("POST", path, _field("message_id", str), {"text": text})
 
     @staticmethod
+    def take_handed(kernel_id: str, proof: str, wait: float) -> Call[Answer]:
+        """The hand-over (`answered()`): this kernel's next approved run, {"run": … or None}."""
+        body = {"proof": proof, "wait": wait}
+        return Call("POST", _path("kernels", kernel_id, "handed"), _whole, body)
+
+    @staticmethod
+    def give_handed(
+        kernel_id: str, proof: str, run_id: str, output: str, total: int, failed: bool
+    ) -> Call[Answer]:
+        body = {"proof": proof, "output": output, "total": total, "failed": failed}
+        return Call("POST", _path("kernels", kernel_id, "handed", run_id), _whole, body)
+
+    @staticmethod
     def stop(conversation_id: str) -> Call[bool]:
         return Call("POST", _path("conversations", conversation_id, "round", "stop"), _stopped)
 

@@ -28,17 +28,22 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
+import math
 import queue
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+from uuid import uuid4
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
+from ..core.errors import ConchError
 from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, After, Ending, cut_output
 
 # How often a waiting run looks again at the kernel's state.
@@ -92,6 +97,47 @@ out = json.dumps(rows)
 _VARIABLES_EXPRESSION = (
     f"(lambda g: exec({_VARIABLES_SOURCE!r}, g) or g['out'])({{'ip': get_ipython()}})"
 )
+
+
+# The hand-over (`answered()`): a cell that waits for the user's answer holds the kernel, so an
+# approved run goes to it instead of to the kernel's queue. A waiting cell asks again at once
+# after each answer; it counts as waiting for this long after its last question ended.
+WAITER_GRACE_SECONDS = 2.0
+# A handed run that no waiting cell took in this long runs as any other run (the cell ended).
+TAKE_SECONDS = 3.0
+# The longest a waiting cell's one question may wait for a run.
+TAKE_WAIT_MOST = 30.0
+
+
+def handover_proof(session_key: bytes, kernel_id: str) -> str:
+    """What a kernel shows to take its own handed runs: an HMAC of its id with the key of its
+    own connection (which only that kernel and its server hold; the kernel key is every
+    kernel's, so it alone cannot say which kernel asks)."""
+    return hmac.new(
+        session_key, b"conch-handover:" + kernel_id.encode(), hashlib.sha256
+    ).hexdigest()
+
+
+class NotHanded(ConchError):
+    """The hand-over refused: not this kernel's proof, or no such handed run."""
+
+    status = 403
+    statuses: ClassVar[Mapping[str, int]] = {"no_handed_run": 404}
+
+
+@dataclass
+class HandedRun:
+    """An approved run handed to the cell that waits in `answered()`: the code, exactly as the
+    user approved it, and what the cell gives back."""
+
+    id: str
+    kernel_id: str
+    code: str
+    taken: asyncio.Event = field(default_factory=asyncio.Event)
+    withdrawn: bool = False  # nobody took it in time: it ran as any other run
+    result: asyncio.Future[tuple[str, int, bool]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
 
 
 class NoKernel(Exception):
@@ -204,6 +250,11 @@ class NotebookKernels:
         self._clients: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._stuck: dict[str, StuckRun] = {}  # kernel id → the run Stop could not end
+        # The hand-over: kernel id → when its waiting cell's last question ended (inf: asking
+        # now); the runs handed and not yet taken, per kernel; taken runs by id.
+        self._waiters: dict[str, float] = {}
+        self._offered: dict[str, asyncio.Queue[HandedRun]] = {}
+        self._taken: dict[str, HandedRun] = {}
 
     async def kernel_id(self, path: str | None) -> str | None:
         """The kernel of the session for this notebook path, if one is running."""
@@ -241,6 +292,10 @@ class NotebookKernels:
         await lock.acquire()
         handed_on = False
         try:
+            if not for_cell and self._waiting(kernel_id):
+                handed = await self._hand(kernel_id, code, on_state)
+                if handed is not None:
+                    return handed
             # Wait first: a new client's handshake would itself queue behind the user's cell.
             await self._wait_idle(kernel_id, on_state)
             client = await self._client(kernel_id)
@@ -281,6 +336,100 @@ class NotebookKernels:
         finally:
             if not handed_on:
                 lock.release()
+
+    # --- the hand-over to a cell waiting in answered() ---
+
+    def check_proof(self, kernel_id: str, proof: str) -> None:
+        """Only the kernel itself may take its handed runs (NotHanded otherwise)."""
+        manager = self.kernels.get_kernel(kernel_id) if kernel_id in self.kernels else None
+        key = getattr(getattr(manager, "session", None), "key", None)
+        if not isinstance(key, bytes) or not hmac.compare_digest(
+            handover_proof(key, kernel_id), proof
+        ):
+            raise NotHanded(
+                "not_this_kernel", "Only the kernel itself may take the runs approved for it."
+            )
+
+    async def take(self, kernel_id: str, proof: str, wait: float) -> HandedRun | None:
+        """A waiting cell's question: the next approved run for its kernel, within `wait`
+        seconds, or None. While it asks (and a moment after), approved runs come here."""
+        self.check_proof(kernel_id, proof)
+        offered = self._offered.setdefault(kernel_id, asyncio.Queue())
+        self._waiters[kernel_id] = math.inf
+        deadline = time.monotonic() + min(max(wait, 0.0), TAKE_WAIT_MOST)
+        try:
+            while True:
+                try:
+                    handed = await asyncio.wait_for(offered.get(), deadline - time.monotonic())
+                except TimeoutError:
+                    return None
+                if not handed.withdrawn:
+                    break
+        finally:
+            self._waiters[kernel_id] = time.monotonic()
+        handed.taken.set()
+        self._taken[handed.id] = handed
+        return handed
+
+    def give(
+        self, kernel_id: str, proof: str, run_id: str, output: str, total: int, failed: bool
+    ) -> None:
+        """The waiting cell's answer: what the handed run printed (its start, and how long it
+        was in all), and whether it raised."""
+        self.check_proof(kernel_id, proof)
+        handed = self._taken.get(run_id)
+        if handed is None or handed.kernel_id != kernel_id:
+            raise NotHanded("no_handed_run", "No run handed to this kernel has that id.")
+        del self._taken[run_id]
+        if not handed.result.done():
+            handed.result.set_result((output[:OUTPUT_LIMIT], max(total, len(output)), failed))
+
+    def _waiting(self, kernel_id: str) -> bool:
+        since = self._waiters.get(kernel_id)
+        return since is not None and time.monotonic() - since < WAITER_GRACE_SECONDS
+
+    async def _hand(self, kernel_id: str, code: str, on_state: OnState) -> RunResult | None:
+        """Give the approved run to the waiting cell, which runs it in the kernel's main thread
+        (the user's namespace; Stop's interrupt lands on it as on any run). None: no cell took
+        it in time, so it runs as any other run."""
+        handed = HandedRun(uuid4().hex, kernel_id, code)
+        offered = self._offered.setdefault(kernel_id, asyncio.Queue())
+        offered.put_nowait(handed)
+        try:
+            await asyncio.wait_for(handed.taken.wait(), TAKE_SECONDS)
+        except TimeoutError:
+            handed.withdrawn = True
+            return None
+        on_state("running")
+        try:
+            text, total, failed = await asyncio.wait_for(
+                asyncio.shield(handed.result), self.run_seconds
+            )
+        except TimeoutError:
+            await self._interrupt(kernel_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(handed.result), SETTLE_SECONDS)
+            output = self._handed_output(handed)
+            return RunResult(
+                output.text(OUTPUT_LIMIT - len(TIMEOUT_WORDS)) + TIMEOUT_WORDS, "timeout"
+            )
+        except asyncio.CancelledError:
+            # Stop: the waiting cell runs the agent's code now, in the main thread.
+            await asyncio.shield(self._interrupt(kernel_id))
+            raise
+        output = RunOutput()
+        output.add(text)
+        output.total = total
+        return RunResult(output.text() or "(no output)", "failed" if failed else "ran")
+
+    @staticmethod
+    def _handed_output(handed: HandedRun) -> RunOutput:
+        output = RunOutput()
+        if handed.result.done() and not handed.result.cancelled():
+            text, total, _ = handed.result.result()
+            output.add(text)
+            output.total = total
+        return output
 
     async def variables(self, path: str | None, on_state: OnState) -> list[list[str]]:
         """name, type, shape or length, short repr — of what the kernel holds."""

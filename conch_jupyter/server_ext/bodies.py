@@ -127,6 +127,23 @@ class ToolAnswer(Body):
     run: StrictBool
 
 
+class HandedTake(Body):
+    """A cell waiting in answered() asks for its kernel's next approved run."""
+
+    proof: str = Field(min_length=64, max_length=64)
+    wait: float = Field(default=10.0, ge=0, le=30)
+
+
+class HandedGive(Body):
+    """What the handed run printed (its start, cut by the kernel), its whole length, whether it
+    raised."""
+
+    proof: str = Field(min_length=64, max_length=64)
+    output: str = Field(max_length=200_000)
+    total: int = Field(ge=0)
+    failed: StrictBool
+
+
 class MessageIn(Body):
     text: Text = Field(min_length=1, max_length=16_000)
 

@@ -23,6 +23,7 @@ from tornado.iostream import StreamClosedError
 from ..agents.agent_store import Agent
 from ..coding.rules import KNOWN_AGENTS, command_refusal, found_agents
 from ..core.policy import BY_ADMIN, check_provider
+from ..notebook.kernel import NotebookKernels
 from ..providers import address_of
 from ..store.pages import PAGE_LIMIT, StreamCursor
 from .base import KERNEL_USER, ApiError, ConchHandler
@@ -32,6 +33,8 @@ from .bodies import (
     BudgetPatch,
     ConversationIn,
     ConversationPatch,
+    HandedGive,
+    HandedTake,
     MessageIn,
     ProviderIn,
     ToolAnswer,
@@ -273,6 +276,42 @@ class KernelActionHandler(ConchHandler):
         self.reply(answer)
 
 
+class HandedRunsHandler(ConchHandler):
+    """The hand-over: a cell of this kernel waiting in `answered()` takes the next run the user
+    approved for this kernel ({"run": {"id", "code"}} or {"run": null} after `wait` seconds),
+    and runs it itself. The kernel key may ask, with its kernel's proof (an HMAC of the kernel
+    id with its own connection key): it only takes code the user approved, exactly as approved,
+    for that very kernel; it can approve, widen or change nothing."""
+
+    kernel_writes = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized
+    async def post(self, kernel_id: str) -> None:
+        body = self.body(HandedTake)
+        handed = await self._kernels().take(kernel_id, body.proof, body.wait)
+        run = None if handed is None else {"id": handed.id, "code": handed.code}
+        self.reply({"run": run})
+
+    def _kernels(self) -> NotebookKernels:
+        kernels = self.conch.tools.kernels
+        if kernels is None:
+            raise ApiError(404, "not_found", "This server runs no notebook kernels for Conch.")
+        return kernels
+
+
+class HandedRunHandler(HandedRunsHandler):
+    """The waiting cell gives back what the handed run printed: the run's result, bounded as
+    any run's."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, kernel_id: str, run_id: str) -> None:
+        body = self.body(HandedGive)
+        self._kernels().give(kernel_id, body.proof, run_id, body.output, body.total, body.failed)
+        self.reply({"given": True})
+
+
 class MessagesHandler(ConchHandler):
     kernel_writes = frozenset({"POST"})
 
@@ -441,6 +480,7 @@ class NotFoundHandler(ConchHandler):
 
 def api_routes() -> list[tuple[str, type[ConchHandler]]]:
     chat = r"conch/api/conversations/(?P<conversation_id>[A-Za-z0-9_\-]{1,64})"
+    kernel = r"conch/api/kernels/(?P<kernel_id>[A-Za-z0-9\-]{1,64})"
     return [
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
@@ -456,6 +496,8 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})/undo", ToolUndoHandler),
         (chat + r"/kernel/(?P<action>interrupt|restart)", KernelActionHandler),
         (chat + r"/cells", CellsHandler),
+        (kernel + r"/handed", HandedRunsHandler),
+        (kernel + r"/handed/(?P<run_id>[a-f0-9]{32})", HandedRunHandler),
     ]
 
 

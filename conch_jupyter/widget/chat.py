@@ -22,8 +22,9 @@ from typing import Any
 
 import traitlets
 
-from ..client import ConchClient, ConchClientError, StreamPlace
+from ..client import AsyncConchClient, ConchClient, ConchClientError, StreamPlace
 from .base import Action, ClientFactory, KernelWidget, running_loop
+from .handover import ThisKernel, run_here, this_kernel
 from .stream import ChatStream, Item
 
 TITLE_LIMIT = 200
@@ -36,6 +37,21 @@ FOLLOW_PAGE = 50
 EARLIER_LIMIT = 1_000
 # What settled() reads each time it asks whether the chat is done: a page, not the chat.
 SETTLED_PAGE = 20
+# How long answered()'s one question for a handed run waits at the server.
+HANDED_WAIT = 0.25
+WHAT_IT_DOES = {
+    "run_code": "run code in this kernel",
+    "run_cell": "run a cell",
+    "add_cell": "add a cell",
+    "edit_cell": "change a cell",
+    "delete_cell": "delete a cell",
+}
+
+
+def _what_it_asks(ask: dict[str, Any]) -> str:
+    """ "Writer asks to run code in this kernel (press Run or Don't run)"."""
+    doing = WHAT_IT_DOES.get(str(ask.get("tool")), f"use {ask.get('tool') or 'a tool'}")
+    return f"{ask.get('name') or ask.get('agent') or 'an agent'} asks to {doing}"
 
 
 class ChatWidget(KernelWidget):
@@ -121,7 +137,7 @@ class ChatWidget(KernelWidget):
     async def settled(self, timeout: float = 120.0) -> None:
         """Wait until the chat has answered everything — or until it waits for you: a run that
         asks for your yes, or one waiting for the kernel, which this very cell holds (the cell
-        must end before the agent's code can run in it)."""
+        must end before the agent's code can run in it). `answered()` waits for your answer."""
         deadline = time.monotonic() + timeout
         await self.acting()  # what was sent from here has reached the server
         while True:
@@ -134,6 +150,72 @@ class ChatWidget(KernelWidget):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the chat was still answering after {timeout:.0f} s")
             await asyncio.sleep(0.2)
+        await self._caught_up(chat)
+
+    async def answered(self, timeout: float = 600.0) -> None:
+        """Wait for your answers in the chat, then until the chat has answered everything: for
+        Run / Don't run (and every other yes the chat asks for), saying in this cell's output
+        what it waits for. A run you approve meanwhile runs here, in this cell: the cell holds
+        the kernel, so this is where the agent's code can run now (in your namespace, its
+        output under this cell, Stop interrupts it as any run). With Run All, the cells after
+        this one run after your answer."""
+        deadline = time.monotonic() + timeout
+        await self.acting()
+        client, me = self.client(), this_kernel()
+        told: set[str] = set()
+        while True:
+            chat = await client.conversation(self.conversation_id, SETTLED_PAGE)
+            asking = chat.get("asking") or []
+            if not chat["busy"] and not asking:
+                break
+            for ask in asking:
+                if ask.get("call_id") not in told:
+                    told.add(str(ask.get("call_id")))
+                    # Flushed now: while this cell awaits, the kernel answers the view's messages,
+                    # and text left in the buffer would go out under theirs.
+                    print(f"Waiting for your answer in the chat: {_what_it_asks(ask)}.", flush=True)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the chat still waited after {timeout:.0f} s")
+            if me is None:
+                await asyncio.sleep(0.2)
+                continue
+            took = await client.take_handed(me.kernel_id, me.proof, HANDED_WAIT)
+            if took.get("run"):
+                await self._run_handed(client, me, took["run"])
+        await self._caught_up(chat)
+
+    async def switched_to(self, mode: str, timeout: float = 600.0) -> None:
+        """Wait until you switch the chat to `mode` ("ask", "auto" or "read") in its header,
+        saying in this cell's output what it waits for (only you can: the kernel key may not)."""
+        if mode not in ("ask", "auto", "read"):
+            raise ValueError(f"a chat's mode is ask, auto or read, not {mode!r}")
+        deadline = time.monotonic() + timeout
+        client, told = self.client(), False
+        while (await client.conversation(self.conversation_id, 1)).get("mode") != mode:
+            if not told:
+                told = True
+                words = f"Waiting for you to switch the chat to {mode.capitalize()} in its header."
+                print(words, flush=True)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the chat was not switched to {mode} in {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+
+    async def _run_handed(
+        self, client: AsyncConchClient, me: ThisKernel, run: dict[str, Any]
+    ) -> None:
+        """The approved run, here in the kernel's main thread (see handover.py)."""
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        namespace = shell.user_ns if shell is not None else {}
+        ran = run_here(str(run["code"]), namespace)
+        given = (me.kernel_id, me.proof, str(run["id"]), ran.output, ran.total, ran.failed)
+        try:
+            await client.give_handed(*given)
+        except KeyboardInterrupt:  # Stop's interrupt after the run ended: it ended already
+            await client.give_handed(*given)
+
+    async def _caught_up(self, chat: dict[str, Any]) -> None:
         # Give the live stream a moment to bring the last items here too (a round's end comes
         # after its last message: the relayed view folds its card only once it is here).
         stored = {str(m["id"]) for m in chat["messages"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,35 +48,47 @@ def settle(server: JupyterProcess) -> dict[str, Any]:
     return chat
 
 
-def what_you_do_in_the_chat(server: JupyterProcess, source: str) -> None:
-    """What a person does in the chat's view before the next cell: press Run, switch to Read.
-    Done with the server's token, as the page would (the kernel key may do neither)."""
-    if source.startswith("%%conch\n@Writer please run this:"):
-        settle(server)  # the Researcher has read the notebook
-    elif source.startswith("print(total)"):
-        deadline = time.monotonic() + 60
-        while not (asking := the_chat(server)["asking"]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(asking) == 1, [
-            (m["role"], m["text"][:200]) for m in the_chat(server)["messages"][-8:]
-        ]
-        [entry] = asking
-        assert entry["code"] == "total = sum(sales)\nprint(total)"
-        chat_id = the_chat(server)["id"]
-        with server.client() as http:
-            answer = f"conversations/{chat_id}/tools/{entry['call_id']}"
-            assert http.post(server.api(answer), json={"run": True}).status_code == 200
-        settle(server)
-    elif source.startswith("%%conch\n@Writer please run this too"):
-        with server.client() as http:
-            changed = http.patch(
-                server.api(f"conversations/{the_chat(server)['id']}"), json={"mode": "read"}
-            )
-            assert changed.status_code == 200
-    elif source.startswith("from conch_jupyter.client import ConchClient\n\nsaved") and (
-        "tool" in source
-    ):
-        settle(server)
+def press_run(server: JupyterProcess) -> None:
+    """What a person does while `await chat.answered()` waits: read the code, press Run. Done
+    with the server's token, as the page would (the kernel key may not)."""
+    deadline = time.monotonic() + 60
+    while not (asking := the_chat(server)["asking"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(asking) == 1, [
+        (m["role"], m["text"][:200]) for m in the_chat(server)["messages"][-8:]
+    ]
+    [entry] = asking
+    assert entry["code"] == "total = sum(sales)\nprint(total)"
+    time.sleep(0.5)  # reading the code
+    chat_id = the_chat(server)["id"]
+    with server.client() as http:
+        answer = f"conversations/{chat_id}/tools/{entry['call_id']}"
+        assert http.post(server.api(answer), json={"run": True}).status_code == 200
+
+
+def press_read(server: JupyterProcess) -> None:
+    """What a person does while `await chat.switched_to("read")` waits: press Read."""
+    time.sleep(0.5)
+    with server.client() as http:
+        changed = http.patch(
+            server.api(f"conversations/{the_chat(server)['id']}"), json={"mode": "read"}
+        )
+        assert changed.status_code == 200
+
+
+def what_you_do_in_the_chat(server: JupyterProcess, source: str) -> threading.Thread | None:
+    """While a cell waits for you (the cells run one after another, as with Run All), you
+    answer in the chat: a thread of its own does it as the cell runs."""
+    act = None
+    if source.startswith("await chat.answered()"):
+        act = press_run
+    elif source.startswith('await chat.switched_to("read")'):
+        act = press_read
+    if act is None:
+        return None
+    person = threading.Thread(target=act, args=(server,), daemon=True)
+    person.start()
+    return person
 
 
 def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
@@ -92,8 +105,10 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     runner.kc = client = server.connect_kernel(kernel["id"])
     try:
         for index, cell in enumerate(notebook.cells):
-            what_you_do_in_the_chat(server, cell.source)
+            person = what_you_do_in_the_chat(server, cell.source)
             runner.execute_cell(cell, index)
+            if person is not None:
+                person.join(timeout=60)
     finally:
         client.stop_channels()
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -124,7 +139,13 @@ def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     assert "— Researcher handed over to Writer" in saved
     assert "— The round ended: you stopped it." in saved
     # Agents that work in the notebook: a read with no yes, a run after yours, Read refusing.
-    assert outputs[-4].strip() == "14"  # the Writer's run, after your Run
+    waited = outputs[-6].splitlines()  # await chat.answered(): the run went to that cell
+    assert waited == [
+        "Waiting for your answer in the chat: Writer asks to run code in this kernel.",
+        "14",
+    ]
+    assert outputs[-5].strip() == "14"  # print(total): the Writer's run, after your Run
+    assert outputs[-4].strip() == "Waiting for you to switch the chat to Read in its header."
     assert outputs[-2].splitlines() == [
         "Researcher read_notebook ran",
         "Writer run_code ran",

@@ -4,10 +4,15 @@ tracked notebooks/demo.ipynb; as root it passes --allow-root itself."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,3 +43,60 @@ def test_the_lab_opens_a_copy_of_the_demo_outside_the_tracked_files() -> None:
 
 def test_as_root_it_asks_for_allow_root_itself() -> None:
     assert "--allow-root" in dev().lab_command([], root=True)
+
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="Node is not installed here")
+
+
+@needs_node
+def test_the_venv_ends_the_repositorys_es_module_scope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CommonJS script inside .venv/ under a "type": "module" package.json (ours) fails in
+    Node until dev.py gives .venv/ a package.json of its own: the cause of JupyterLab's
+    "Fail to get yarn configuration" screen at start (jupyter_builder's yarn.js)."""
+    assert NODE is not None
+    (tmp_path / "package.json").write_text(json.dumps({"type": "module"}))
+    venv = tmp_path / ".venv"
+    script = venv / "lib" / "tool.js"
+    script.parent.mkdir(parents=True)
+    script.write_text('const util = require("util"); console.log(util.format("%s", "ran"));\n')
+
+    def node() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [NODE, str(script)], capture_output=True, text=True, check=False, timeout=60
+        )
+
+    before = node()
+    assert before.returncode != 0
+    assert "require is not defined" in before.stderr
+    module = dev()
+    monkeypatch.setattr(module, "VENV", venv)
+    module.ensure_node_scope()
+    after = node()
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "ran"
+    module.ensure_node_scope()  # again: unchanged, no error
+    assert json.loads((venv / "package.json").read_text())["type"] == "commonjs"
+
+
+@needs_node
+def test_jupyterlab_reads_the_yarn_configuration_without_an_error() -> None:
+    """What JupyterLab 4.6 runs at import (labapp's get_app_version -> AppOptions.registry ->
+    commands._yarn_config): in the environment dev.py makes it logs no error."""
+    from jupyterlab import commands
+
+    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
+        dev().ensure_node_scope()  # what dev.py does before every lab / test run
+    logger = logging.getLogger("test_dev_lab.yarn")
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger.addHandler(Keep(level=logging.ERROR))
+    config = commands._yarn_config(logger)
+    assert [r.getMessage()[:200] for r in records] == []
+    assert isinstance(config["yarn config"], dict)
