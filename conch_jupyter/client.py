@@ -167,6 +167,16 @@ class ConchClient(BaseConchClient):
     def stop(self, conversation_id: str) -> bool:
         return self.do(Calls.stop(conversation_id))
 
+    def take_handed(self, kernel_id: str, proof: str, wait: float) -> Answer:
+        """As AsyncConchClient.take_handed (answered()'s question), blocking."""
+        return self.do(Calls.take_handed(kernel_id, proof, wait))
+
+    def give_handed(
+        self, kernel_id: str, proof: str, run_id: str, output: str, total: int, failed: bool
+    ) -> Answer:
+        """As AsyncConchClient.give_handed, blocking."""
+        return self.do(Calls.give_handed(kernel_id, proof, run_id, output, total, failed))
+
     # --- outside agents and pairings ---
 
     def outside(self) -> Rows:

@@ -23,6 +23,17 @@ SERVER = "http://conch.test/base/"
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
+def pages_of(pages: Any) -> Any:
+    """A blocking client's pages as a list; an async client's, as an awaitable of one."""
+    if hasattr(pages, "__aiter__"):
+
+        async def listed() -> list[Any]:
+            return [page async for page in pages]
+
+        return listed()
+    return list(pages)
+
+
 def both(handler: Handler) -> tuple[ConchClient, AsyncConchClient]:
     """A blocking and an async client whose every request is answered by `handler`."""
     transport = httpx.MockTransport(handler)
@@ -86,9 +97,9 @@ CALLS: list[tuple[str, Callable[[Any], Any], str, str, Any, dict[str, Any], Any]
         "conversations",
         lambda c: c.conversations(),
         "GET",
-        "conversations",
+        "conversations?limit=500",  # the list, read page by page (one here)
         None,
-        {"conversations": []},
+        {"conversations": [], "next": None},
         [],
     ),
     (
@@ -104,10 +115,47 @@ CALLS: list[tuple[str, Callable[[Any], Any], str, str, Any, dict[str, Any], Any]
         "conversation",
         lambda c: c.conversation("c 1"),
         "GET",
-        "conversations/c%201",
+        "conversations/c%201?limit=500",  # the whole chat, read page by page (one here)
         None,
-        {"id": "c 1"},
-        {"id": "c 1"},
+        {"id": "c 1", "earlier": False},
+        {"id": "c 1", "earlier": False, "messages": [], "events": [], "spend": []},
+    ),
+    (
+        "conversation",
+        lambda c: c.conversation("c 1", limit=20, before="m 9"),
+        "GET",
+        "conversations/c%201?limit=20&before=m+9",
+        None,
+        {"id": "c 1", "earlier": True},
+        {"id": "c 1", "earlier": True},
+    ),
+    (
+        "pages",
+        lambda c: pages_of(c.pages("c1", size=5)),
+        "GET",
+        "conversations/c1?limit=5",
+        None,
+        {"id": "c1", "earlier": False},
+        [{"id": "c1", "earlier": False}],
+    ),
+    ("policy", lambda c: c.policy(), "GET", "policy", None, {"locked": {}}, {"locked": {}}),
+    (
+        "take_handed",
+        lambda c: c.take_handed("k 1", "p", 2.5),
+        "POST",
+        "kernels/k%201/handed",
+        {"proof": "p", "wait": 2.5},
+        {"run": None},
+        {"run": None},
+    ),
+    (
+        "give_handed",
+        lambda c: c.give_handed("k1", "p", "r1", "out", 3, False),
+        "POST",
+        "kernels/k1/handed/r1",
+        {"proof": "p", "output": "out", "total": 3, "failed": False},
+        {"given": True},
+        {"given": True},
     ),
     (
         "send",
