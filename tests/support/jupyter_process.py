@@ -15,7 +15,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -203,6 +204,19 @@ class JupyterProcess:
 
         runtime = self.root_dir / ".jupyter-home" / "runtime"
         return ready_kernel(runtime / f"kernel-{kernel_id}.json", state, self.log_tail, timeout)
+
+
+@contextmanager
+def running_jupyter(root: Path, offline_delay: float) -> Iterator[JupyterProcess]:
+    """A Jupyter server with Conch in its own process, data in root/data and notebooks in
+    root/root, its offline agents `offline_delay` seconds a word; stopped after."""
+    extra = (f"--ConchApp.offline_delay={offline_delay}",)
+    process = JupyterProcess(root / "data", root / "root", extra=extra)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 def ready_kernel(

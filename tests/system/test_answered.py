@@ -18,7 +18,7 @@ import httpx
 import pytest
 from jupyter_client.blocking import BlockingKernelClient
 
-from ..support.jupyter_process import JupyterProcess
+from ..support.jupyter_process import JupyterProcess, running_jupyter
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -77,13 +77,8 @@ class Kernel:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
-    root = tmp_path_factory.mktemp("answered")
-    process = JupyterProcess(root / "data", root / "root", extra=("--ConchApp.offline_delay=0.01",))
-    process.start()
-    try:
+    with running_jupyter(tmp_path_factory.mktemp("answered"), offline_delay=0.01) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from ..support.jupyter_process import JupyterProcess
+from ..support.jupyter_process import JupyterProcess, running_jupyter
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -25,13 +25,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[JupyterProcess]:
     # Slow enough that the handover round is still running when the demo stops it.
-    extra = ("--ConchApp.offline_delay=0.02",)
-    process = JupyterProcess(tmp_path / "data", tmp_path / "root", extra=extra)
-    process.start()
-    try:
+    with running_jupyter(tmp_path, offline_delay=0.02) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def the_chat(server: JupyterProcess) -> dict[str, Any]:

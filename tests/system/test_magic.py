@@ -15,7 +15,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.blocking import BlockingKernelClient
 
-from ..support.jupyter_process import JupyterProcess
+from ..support.jupyter_process import JupyterProcess, running_jupyter
 from ..unit.test_view_js import draw_relayed
 
 pytestmark = pytest.mark.timeout(180)
@@ -140,13 +140,8 @@ class Kernel:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
-    root = tmp_path_factory.mktemp("magic")
-    process = JupyterProcess(root / "data", root / "root", extra=("--ConchApp.offline_delay=0.01",))
-    process.start()
-    try:
+    with running_jupyter(tmp_path_factory.mktemp("magic"), offline_delay=0.01) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
