@@ -2,7 +2,7 @@
 /**
  * The view's own words for a round: the folded card's line when the server has none (a round it
  * forgot when it restarted), and lists joined the way people write them. The server's words
- * (conch_jupyter/rounds/prompts.py's end_words, carried by round.ended) are used wherever they exist.
+ * (conch_jupyter/rounds/engine.py's end_words, carried by round.ended) are used wherever they exist.
  */
 
 /** @param {string[]} items */

@@ -30,7 +30,6 @@ from ..notebook.service import NotebookTools
 from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (
-    ROUND_END_WORDS,
     Ask,
     Broke,
     Decision,
@@ -46,7 +45,8 @@ from .engine import (
     Stop,
     TurnRefused,
     UserWrote,
-    end_words,
+    end_event,
+    end_why,
 )
 from .history import HISTORY_MESSAGES, Said, system_prompt
 from .live_chat import LiveChat, NextTurn, Room
@@ -347,7 +347,7 @@ class RoundService:
         if noted is None:
             refusal = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
             if refusal:
-                return rnd.handle(TurnRefused(agent.name, refusal))
+                return rnd.handle(TurnRefused(agent.name, refusal.words, refusal.limit))
         place = None
         if chat.visible:
             handed_by = room.id_of(turn.handed_by) if turn.handed_by else None
@@ -515,10 +515,8 @@ class RoundService:
         if rnd is None or not chat.visible or rnd.phase == "new":
             return  # a lone reply, or a round that never started: no round to end
         end = rnd.handle(Broke(words))
-        summary = end_words(end.speakers, end.turns, end.reason)
-        ended = {"turns": end.turns, "reason": end.reason, "words": summary}
         try:
-            await self._event(chat.id, "round.ended", ended)
+            await self._event(chat.id, "round.ended", end_event(end))
         except StoreError:
             log.warning("Conch: chat %s: the round's end was not stored", chat.id)
 
@@ -528,16 +526,13 @@ class RoundService:
             await self._note(chat.id, outside_refused_note(speaker, end.named_outside))
         elif end.words:
             await self._note(chat.id, end.words)
-        elif chat.visible and ROUND_END_WORDS.get(end.reason):
-            await self._note(chat.id, f"The round ended: {ROUND_END_WORDS[end.reason]}.")
+        elif chat.visible and (why := end_why(end.reason, end.limit)):
+            await self._note(chat.id, f"The round ended: {why}.")
         elif end.reason == "stopped":
             await self._note(chat.id, "You stopped the reply.")
         self.hub.publish(chat.id, {"type": "round", "round": None})
         if chat.visible:
-            words = end_words(end.speakers, end.turns, end.reason)
-            await self._event(
-                chat.id, "round.ended", {"turns": end.turns, "reason": end.reason, "words": words}
-            )
+            await self._event(chat.id, "round.ended", end_event(end))
         chat.round = None  # only now: if storing the end failed, _end_broken stores it again
 
     # --- small pieces ---

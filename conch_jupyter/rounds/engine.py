@@ -23,11 +23,11 @@ Rules (spec 0112, "A round"):
 - The user is never locked out: UserWrote ends the round once the running reply is in; Stop ends
   it at once. A provider failure ends it with "error", and so does a failure inside Conch
   (Broke, in any phase): every round ends with a reason. A turn the chat's own spending limits
-  refuse ends it with "spend".
+  refuse ends it with "spend" too, and End.limit says which limit it reached.
 - Ended while you were waiting: after Stop, the outcome of the turn that was running still
   arrives (the reply kept so far, its spend, the outside answer or failure). It changes nothing,
   and the answer is the End that Stop decided, so the driver never checks the phase itself.
-- Why a round ended is an EndReason; ROUND_END_WORDS says it in words, end_words sums it up.
+- Why a round ended is an EndReason; end_why says it in words, end_words sums it up.
 
 Nothing here imports asyncio, tornado or httpx; there is no clock or id source inside. An event
 that does not fit the current phase raises RoundError and changes nothing.
@@ -46,6 +46,9 @@ from .mentions import read_mentions
 EndReason = Literal[
     "done", "replies", "speaker", "loop", "spend", "you", "stopped", "outside", "error"
 ]
+# Which limit a round that ended with "spend" reached: its own $1, the chat's own limit, or the
+# month's budget (the last two refuse a turn before it starts: TurnRefused).
+SpendLimit = Literal["round", "chat", "month"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ def _usd(amount: float) -> str:
     return f"${amount:.0f}" if amount == int(amount) else f"${amount:.2f}"
 
 
+# A "spend" end says which limit it reached: the round's own $1 (ROUND_END_WORDS["spend"]), the
+# chat's own limit, or the month's budget.
+SPEND_END_WORDS: dict[SpendLimit, str] = {
+    "round": f"it reached its {_usd(ROUND_LIMITS.spend_usd)} spending limit",
+    "chat": "the chat reached its spending limit",
+    "month": "this month's spending reached its budget",
+}
+
 # Why a round ended, in words, only when it is worth saying: a round that simply finished
 # (done) says nothing more.
 ROUND_END_WORDS: dict[EndReason, str | None] = {
@@ -74,7 +85,7 @@ ROUND_END_WORDS: dict[EndReason, str | None] = {
     "replies": f"it reached {ROUND_LIMITS.replies} replies",
     "speaker": f"an agent had already answered {ROUND_LIMITS.per_speaker} times",
     "loop": "two agents kept passing it back and forth",
-    "spend": f"it reached its {_usd(ROUND_LIMITS.spend_usd)} spending limit",
+    "spend": SPEND_END_WORDS["round"],
     "you": "you wrote",
     "stopped": "you stopped it",
     "outside": "only you can send to an outside agent",
@@ -82,13 +93,20 @@ ROUND_END_WORDS: dict[EndReason, str | None] = {
 }
 
 
-def end_words(speakers: Sequence[str], replies: int, reason: EndReason) -> str:
-    """The folded round card's one line, e.g. "Researcher and Writer took turns · 4 replies"."""
+def end_why(reason: EndReason, limit: SpendLimit = "round") -> str | None:
+    """Why a round ended, in words, when it is worth saying (None for a round that finished)."""
     if reason not in ROUND_END_WORDS:
         raise ValueError(f"unknown round end reason: {reason!r}")
+    return SPEND_END_WORDS[limit] if reason == "spend" else ROUND_END_WORDS[reason]
+
+
+def end_words(
+    speakers: Sequence[str], replies: int, reason: EndReason, limit: SpendLimit = "round"
+) -> str:
+    """The folded round card's one line, e.g. "Researcher and Writer took turns · 4 replies"."""
+    why = end_why(reason, limit)
     if replies < 0:
         raise ValueError("replies cannot be negative")
-    why = ROUND_END_WORDS[reason]
     if replies == 0:
         return "The round ended before anyone answered" + (f": {why}" if why else "")
     who = list(dict.fromkeys(shown_name(s) for s in speakers))  # each speaker once, in order
@@ -172,6 +190,7 @@ class TurnRefused:
 
     speaker: str
     words: str
+    limit: SpendLimit = "chat"
 
 
 Event = (
@@ -215,6 +234,20 @@ class End:
     # Outside agents a reply named when the round ended with "outside"; the words of a failure.
     named_outside: tuple[str, ...] = ()
     words: str = ""
+    limit: SpendLimit = "round"  # which limit a "spend" end reached
+
+
+def end_event(end: End) -> dict[str, object]:
+    """What a round.ended event holds: its turns, its reason, the folded card's words, and for a
+    "spend" end which limit it reached (the round's $1, the chat's limit, the month's budget)."""
+    ended: dict[str, object] = {
+        "turns": end.turns,
+        "reason": end.reason,
+        "words": end_words(end.speakers, end.turns, end.reason, end.limit),
+    }
+    if end.reason == "spend":
+        ended["limit"] = end.limit
+    return ended
 
 
 Decision = Speak | Ask | End
@@ -327,10 +360,12 @@ class Round:
             if event.kept and self.phase == "speaking" and self.speaker is not None:
                 self._count_reply(self.speaker)
             return self._end("stopped")
-        if isinstance(event, ProviderFailed | TurnRefused):
+        if isinstance(event, ProviderFailed):
             self._expect_speaker(event.speaker)
-            reason: EndReason = "error" if isinstance(event, ProviderFailed) else "spend"
-            return self._end(reason, words=event.words)
+            return self._end("error", words=event.words)
+        if isinstance(event, TurnRefused):
+            self._expect_speaker(event.speaker)
+            return self._end("spend", words=event.words, limit=event.limit)
         if isinstance(event, OutsideAnswered | NotSent):
             if self.phase != "asking":
                 raise RoundError("an outside answer arrived while no outside agent was asked")
@@ -405,10 +440,15 @@ class Round:
         return Speak(nxt.name, turn, nxt.handed_by)
 
     def _end(
-        self, reason: EndReason, *, named_outside: tuple[str, ...] = (), words: str = ""
+        self,
+        reason: EndReason,
+        *,
+        named_outside: tuple[str, ...] = (),
+        words: str = "",
+        limit: SpendLimit = "round",
     ) -> End:
         self.phase = "ended"
         self.speaker = None
         self._queue.clear()
-        self.ended = End(reason, self.replies, self.speakers, named_outside, words)
+        self.ended = End(reason, self.replies, self.speakers, named_outside, words, limit)
         return self.ended

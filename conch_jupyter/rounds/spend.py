@@ -30,7 +30,7 @@ from ..core.policy import (
 from ..providers.base import Usage
 from ..store.chats import Store, month_start
 from ..store.writer import Pending
-from .engine import Round
+from .engine import Round, SpendLimit
 
 # The most a chat's limit or the month's budget may be set to from the page: a typo's guard
 # (an extra zero or two), not a policy; an administrator's caps come on top (c.ConchApp.policy).
@@ -199,6 +199,15 @@ def month_spent_over(
     return spent if spent >= limit else None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A turn the chat's own limit or the month's budget refuses: which of them, and the words
+    the chat is told."""
+
+    limit: SpendLimit
+    words: str
+
+
 def turn_refusal(
     store: Store,
     budget: Budget,
@@ -206,8 +215,8 @@ def turn_refusal(
     conversation_id: str,
     now: float,
     pending: float = 0.0,
-) -> str | None:
-    """Words for a turn the chat's limit or the monthly budget refuses; None to go ahead.
+) -> Refusal | None:
+    """The refusal of a turn the chat's limit or the monthly budget refuses; None to go ahead.
 
     `pending`: what the running turn has spent and not yet recorded (a tool loop's requests)."""
     if agent.price is None:
@@ -219,9 +228,10 @@ def turn_refusal(
             if limit == budget.policy.max_chat_usd
             else "Raise the chat's limit in its header to go on."
         )
-        return (
+        return Refusal(
+            "chat",
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
-            f"did not answer. {then}"
+            f"did not answer. {then}",
         )
     month = month_spent_over(store, budget, agent, now, pending)
     if month is not None:
@@ -231,9 +241,10 @@ def turn_refusal(
             if top == budget.policy.max_monthly_usd
             else "Raise the month's budget in Settings (%conch agents) to go on."
         )
-        return (
+        return Refusal(
+            "month",
             f"This month's spending has reached ${month:.2f} of the ${top:.2f} budget, so "
-            f"{agent.name} did not answer. {then}"
+            f"{agent.name} did not answer. {then}",
         )
     return None
 
@@ -252,4 +263,5 @@ def loop_refusal(
     """
     if rnd is not None and rnd.spent_usd + cost >= rnd.limits.spend_usd:
         return "The round reached its spending limit."
-    return turn_refusal(store, budget, agent, conversation_id, now, pending=cost)
+    refused = turn_refusal(store, budget, agent, conversation_id, now, pending=cost)
+    return refused.words if refused is not None else None

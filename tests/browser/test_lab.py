@@ -3,7 +3,7 @@
 `jupyter lab` starts on loopback with a token and its own data folder, with the offline model
 slowed down so a round lasts a few seconds. The test runs every cell of notebooks/demo.ipynb,
 sees the first round's card live, presses Stop, and sees the card fold; then Notebook 7 draws
-the same widgets from the same kernel. Screenshots go to tests/.screens/.
+the same widgets from a copy of the demo (a kernel of its own). Screenshots go to tests/.screens/.
 """
 
 from __future__ import annotations
@@ -16,13 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Lab, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -35,14 +29,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     need_chromium()
     root = tmp_path_factory.mktemp("lab")
     (root / "work").mkdir()
+    # A copy each: the demo's Run All waits in `await chat.answered()` for a Run no one presses
+    # here, so a second Run All in the same kernel would queue behind it for ten minutes.
     shutil.copy(DEMO, root / "work" / "demo.ipynb")
+    shutil.copy(DEMO, root / "work" / "demo7.ipynb")
     with running_lab(root) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 
@@ -92,7 +83,7 @@ def test_the_demo_runs_in_jupyterlab_and_stop_folds_the_card(browser: Browser, l
 
 
 def test_notebook_7_draws_the_same_widgets(browser: Browser, lab: Lab) -> None:
-    page = open_notebook(browser, f"{lab.url}notebooks/demo.ipynb?token={lab.token}")
+    page = open_notebook(browser, f"{lab.url}notebooks/demo7.ipynb?token={lab.token}")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     expect(page.locator(".conch-settings .conch-row")).to_have_count(2, timeout=60_000)
     card = page.locator(".conch-round").last

@@ -17,13 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, expect
 
 from ..support import acp_agent
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -48,12 +42,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             }
             answer = http.post(f"{running.url}conch/api/agents", json=body)
             assert answer.status_code == 201, answer.text
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 

@@ -13,13 +13,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Lab, notebook, open_notebook, run_all, running_lab, set_theme
 from ..support.scripted_models import Reply, ScriptedModels
 
@@ -49,12 +43,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory, models: ScriptedModels) -> Ite
             body = {"name": "Bot", "provider": {**provider, "api_key": "k-1"}, "price": PRICE}
             added = http.post(f"{running.url}conch/api/agents", json=body)
             assert added.status_code == 201, added.text
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 

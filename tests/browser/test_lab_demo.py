@@ -1,4 +1,5 @@
-"""The demo with Run All in a real JupyterLab 4 (issue 23, item 8): every cell queued at once;
+"""The demo with Run All in a real JupyterLab 4 (light) and Notebook 7 (dark) (issue 23, item 8),
+each on a copy of its own: every cell queued at once;
 the person presses *Run* in the chat when the cell after the approval says it waits for that,
 and *Read* in the chat's header when the next waiting cell says so. The demo runs to its last
 cell, the approved run's output is in the waiting cell and `print(total)` prints it, and no
@@ -13,14 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
-from ..support.lab import Console, Lab, open_notebook, run_all, running_lab
+from ..support.browser import need_chromium, screenshot_path
+from ..support.lab import Console, Lab, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -39,20 +34,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     need_chromium()
     root = tmp_path_factory.mktemp("lab-demo")
     (root / "work").mkdir()
-    shutil.copyfile(DEMO, root / "work" / "demo.ipynb")
+    for name in ("demo.ipynb", "demo7.ipynb"):
+        shutil.copyfile(DEMO, root / "work" / name)
     with running_lab(root, offline_delay=0.02) as running:
         yield running
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
-        yield running
-
-
-def test_the_demo_runs_top_to_bottom_with_run_all(browser: Browser, lab: Lab) -> None:
-    page = open_notebook(browser, f"{lab.url}lab/workspaces/demo/tree/demo.ipynb?token={lab.token}")
+@pytest.mark.parametrize(
+    ("address", "dark"),
+    [("lab/workspaces/demo/tree/demo.ipynb", False), ("notebooks/demo7.ipynb", True)],
+    ids=["jupyterlab-light", "notebook7-dark"],
+)
+def test_the_demo_runs_top_to_bottom_with_run_all(
+    browser: Browser, lab: Lab, address: str, dark: bool
+) -> None:
+    page = open_notebook(browser, f"{lab.url}{address}?token={lab.token}")
     console = Console(page)
+    set_theme(page, dark)
     run_all(page)
     cells = page.locator(".jp-Notebook .jp-CodeCell")
 
@@ -87,7 +85,8 @@ def test_the_demo_runs_top_to_bottom_with_run_all(browser: Browser, lab: Lab) ->
     expect(read).to_have_attribute("aria-pressed", "true")
 
     page.wait_for_function(ALL_RAN, timeout=120_000)
-    page.screenshot(path=screenshot_path("demo-run-all"), full_page=True)
+    shown = f"demo-run-all-{'dark' if dark else 'light'}"
+    page.screenshot(path=screenshot_path(shown), full_page=True)
     saved = cell("the run Read refused")
     expect(saved.locator(".jp-OutputArea")).to_have_text(
         "Researcher read_notebook ran\nWriter run_code ran\nWriter run_code refused\n14"
@@ -102,4 +101,6 @@ def test_the_demo_runs_top_to_bottom_with_run_all(browser: Browser, lab: Lab) ->
     assert (
         page.locator(".jp-Notebook [data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     )
+    set_theme(page, False)  # the theme is a stored setting: the next page starts light
     assert console.errors == []
+    page.context.close()

@@ -15,13 +15,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import KERNEL_IDLE, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -52,12 +46,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (root / "work" / "keys.ipynb").write_text(notebook(*CELLS))
     (root / "work" / "one.ipynb").write_text(notebook(*ONE_CHAT))
     with running_lab(root) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 
@@ -115,31 +103,6 @@ def test_keys_typed_in_the_box_never_reach_the_notebook(
     expect(chat.locator(".conch-log")).to_contain_text("hello from the keys test", timeout=15_000)
     pressed(page, before)
     expect(hint).to_be_hidden()
-    if app == "notebooks":
-        # An agent added elsewhere (another page, the API) is offered at once, no reload.
-        with lab.client() as http:
-            added = http.post(f"{lab.url}conch/api/agents", json={"name": "Foxglove"})
-            assert added.status_code == 201, added.text
-        box.fill("")
-        box.type("@Fox")
-        expect(chat.locator(".conch-mention .conch-mention-name")).to_have_text(
-            ["Foxglove"], timeout=5_000
-        )
-        box.press("Escape")
-        # A mention of an agent nobody has is answered in words (issue 23, item 6), and a round
-        # of one agent draws a small card: its face and its line, no room for arcs.
-        box.fill("@Nobody are you there?")
-        box.press("Enter")
-        expect(chat.locator(".conch-note").last).to_have_text(
-            re.compile(r"No agent here is called @Nobody, so \w+ answered instead"), timeout=15_000
-        )
-        box.fill("@Writer one line, please")
-        box.press("Enter")
-        card = chat.locator(".conch-round").last
-        expect(card).to_have_class(re.compile(r"\bis-solo\b"), timeout=15_000)
-        stage = card.locator(".conch-stage")
-        expect(stage).to_have_css("height", "60px")  # not the 112 px stage of a round that passes
-        expect(card).to_have_attribute("data-state", "folded", timeout=30_000)
     chat.screenshot(path=screenshot_path(f"keys-{app.split('/')[0]}-{'dark' if dark else 'light'}"))
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
     page.context.close()

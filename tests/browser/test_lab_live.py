@@ -12,18 +12,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -36,28 +31,41 @@ KERNEL_ID = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.
 ROUND = "%conch @Researcher find options, @Writer draft it. Take turns."
 
 
+def sleeping(notebook: str) -> str:
+    """A cell that holds the kernel for ten minutes, and keeps a file beside its notebook for as
+    long as it sleeps: the kernel's own word that it is busy. (The server's `execution_state` is
+    not: a status the kernel sends for a message Jupyter does not track, or its debugger's
+    requests on the control channel, can leave it "idle" while the cell still runs.)"""
+    marker = f"{notebook}.sleeping"
+    return (
+        "import pathlib, time\n"
+        f"pathlib.Path({marker!r}).touch()\n"
+        "try:\n"
+        "    time.sleep(600)\n"
+        "finally:\n"
+        f"    pathlib.Path({marker!r}).unlink()"
+    )
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder Jupyter serves: the notebooks, and the sleeping cells' markers."""
+    return tmp_path_factory.mktemp("lab-live") / "work"
+
+
+@pytest.fixture(scope="module")
+def lab(work: Path) -> Iterator[Lab]:
     need_chromium()
-    root = tmp_path_factory.mktemp("lab-live")
-    work = root / "work"
     work.mkdir()
-    busy = notebook("%load_ext conch_jupyter", ROUND, "import time\ntime.sleep(600)")
     for name in ("busy-light", "busy-dark", "busy7"):
+        busy = notebook("%load_ext conch_jupyter", ROUND, sleeping(f"{name}.ipynb"))
         (work / f"{name}.ipynb").write_text(busy)
-    sleeping = "import time\ntime.sleep(600)"
     (work / "settings.ipynb").write_text(
-        notebook("%load_ext conch_jupyter", "%conch pairings", sleeping)
+        notebook("%load_ext conch_jupyter", "%conch pairings", sleeping("settings.ipynb"))
     )
     for name in ("gone-light", "gone-dark", "gone7", "words"):
         (work / f"{name}.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
-    with running_lab(root, base_url=BASE_URL, offline_delay=0.12) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
+    with running_lab(work.parent, base_url=BASE_URL, offline_delay=0.12) as running:
         yield running
 
 
@@ -89,35 +97,31 @@ def stop_ends_it_at_once(card: Any, said: str) -> None:
     expect(card.locator(".conch-round-folded")).to_contain_text("ended: you stopped it")
 
 
-def kernel_state(lab: Lab, notebook: str) -> str:
-    """What the server says of the notebook's kernel (`execution_state`), not what a page shows:
-    the page's own status lags or goes blank while it redraws, the server's is the kernel's."""
-    with lab.client() as http:
-        sessions = http.get(f"{lab.url}api/sessions").json()
-        for session in sessions:
-            if session["path"].endswith(notebook):
-                return str(session["kernel"]["execution_state"])
-    return f"no session for {notebook} among {[s['path'] for s in sessions]}"
+def still_sleeping(work: Path, notebook: str) -> bool:
+    """Whether the notebook's sleeping cell runs (see `sleeping`), in the kernel's own word, not
+    a page's: the page's status lags or goes blank while it redraws."""
+    return (work / f"{notebook}.sleeping").exists()
 
 
-def until_kernel(lab: Lab, notebook: str, state: str, seconds: float = 60) -> None:
+def until_sleeping(page: Page, work: Path, notebook: str, seconds: float = 60) -> None:
+    """Wait for the sleeping cell to hold the kernel; if it never does, keep a screenshot of what
+    the cells show and say what the notebook's outputs are."""
     deadline = time.monotonic() + seconds
-    while (now := kernel_state(lab, notebook)) != state:
-        assert time.monotonic() < deadline, f"{notebook}'s kernel is {now!r}, not {state!r}"
+    while not still_sleeping(work, notebook):
+        if time.monotonic() > deadline:
+            page.screenshot(path=screenshot_path(f"{notebook}-never-sleeping"))
+            outputs = page.locator(".jp-Notebook .jp-OutputArea").all_inner_texts()
+            raise AssertionError(f"{notebook}'s sleeping cell never ran; its outputs: {outputs}")
         time.sleep(0.2)
 
 
-def busy_kernel_scenario(page: Page, lab: Lab, notebook: str, name: str) -> None:
+def busy_kernel_scenario(page: Page, work: Path, notebook: str, name: str) -> None:
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
     card = chat.locator(".conch-round").first
     expect(card).to_have_attribute("data-state", "live", timeout=60_000)
     # The sleeping cell holds the kernel: everything below happens without it.
-    try:
-        until_kernel(lab, notebook, "busy")
-    except AssertionError:
-        page.screenshot(path=screenshot_path(f"{name}-never-busy"))  # what the cells show
-        raise
+    until_sleeping(page, work, notebook)
     streaming = chat.locator(".conch-msg.is-streaming .conch-streaming-text")
     expect(streaming).not_to_be_empty(timeout=30_000)
     before = len(streaming.text_content() or "")
@@ -138,7 +142,7 @@ def busy_kernel_scenario(page: Page, lab: Lab, notebook: str, name: str) -> None
         "data-state", "folded", timeout=60_000
     )
     expect(chat.locator(".conch-agent").last.locator(".conch-who")).to_have_text("Writer")
-    assert kernel_state(lab, notebook) == "busy"  # all of it while the cell still ran
+    assert still_sleeping(work, notebook)  # all of it while the cell still ran
     chat.screenshot(path=screenshot_path(f"{name}-busy-kernel-after"))
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
 
@@ -169,7 +173,7 @@ def in_jupyterlab(name: str) -> str:
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_jupyterlab_round_card_stream_and_stop_work_while_the_kernel_is_busy(
-    browser: Browser, lab: Lab, dark: bool
+    browser: Browser, lab: Lab, work: Path, dark: bool
 ) -> None:
     name, shown = ("busy-dark", "lab-dark") if dark else ("busy-light", "lab-light")
     in_a_page(
@@ -177,19 +181,19 @@ def test_jupyterlab_round_card_stream_and_stop_work_while_the_kernel_is_busy(
         lab,
         in_jupyterlab(name),
         dark,
-        lambda p: busy_kernel_scenario(p, lab, f"{name}.ipynb", shown),
+        lambda p: busy_kernel_scenario(p, work, f"{name}.ipynb", shown),
     )
 
 
 def test_notebook_7_round_card_stream_and_stop_work_while_the_kernel_is_busy(
-    browser: Browser, lab: Lab
+    browser: Browser, lab: Lab, work: Path
 ) -> None:
     in_a_page(
         browser,
         lab,
         "notebooks/busy7.ipynb",
         False,
-        lambda p: busy_kernel_scenario(p, lab, "busy7.ipynb", "notebook7"),
+        lambda p: busy_kernel_scenario(p, work, "busy7.ipynb", "notebook7"),
     )
 
 
@@ -273,7 +277,8 @@ def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
     console.errors.clear()
     # The stream drops (the Jupyter server restarts): said in words, then followed again from
     # a snapshot once it is back, with nothing lost and nothing shown twice.
-    box.fill("@Researcher find options, @Writer draft it. Take turns.")
+    # Two replies, one each (no "Take turns": eight slow replies would only cost time here).
+    box.fill("@Researcher find options, @Writer draft it.")
     box.press("Enter")
     card = chat.locator(".conch-round").first
     expect(card).to_have_attribute("data-state", "folded", timeout=120_000)
@@ -318,7 +323,7 @@ def test_a_refused_message_and_a_dropped_stream_are_said_in_words(
 
 
 def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
-    browser: Browser, lab: Lab
+    browser: Browser, lab: Lab, work: Path
 ) -> None:
     address = f"{lab.url}lab/workspaces/settings/tree/settings.ipynb?token={lab.token}"
     page = open_notebook(browser, address)
@@ -327,7 +332,7 @@ def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
     run_all(page)
     settings = page.locator(".conch-settings").first
     expect(settings).to_be_visible(timeout=60_000)
-    until_kernel(lab, "settings.ipynb", "busy")
+    until_sleeping(page, work, "settings.ipynb")
     panel = settings.locator(".conch-panel:visible")
     expect(panel.get_by_role("button", name="Pair", exact=True)).to_be_visible()
     # Pair Writer: the key is shown once, here, and the pairing is listed.
@@ -355,7 +360,7 @@ def test_settings_work_straight_from_the_server_while_the_kernel_is_busy(
         pairings = http.get(f"{lab.url}conch/api/pairings").json()["pairings"]
     assert writer["persona"] == "Writes it down, briefly."
     assert [p["agents"] for p in pairings] == [["writer"]]
-    assert kernel_state(lab, "settings.ipynb") == "busy"  # all of it while the cell still ran
+    assert still_sleeping(work, "settings.ipynb")  # all of it while the cell still ran
     settings.screenshot(path=screenshot_path("lab-settings-busy-kernel"))
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
     assert console.errors == []

@@ -17,13 +17,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
 from ..support.long_chats import long_chat_file
 
@@ -70,12 +64,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (root / "conch").mkdir(mode=0o700)
     long_chat_file(root / "conch", EXCHANGES, title="long.ipynb", path="long.ipynb")
     with running_lab(root) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 

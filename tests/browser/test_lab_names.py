@@ -10,31 +10,18 @@ picker never shows two entries that read as one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import nbformat
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from ..support.a2a_peers import Peer
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Lab, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 LOOKALIKE = "Rese\u0430rcher"  # a Cyrillic а: the key differs from Researcher, the look does not
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
-        yield running
 
 
 def test_a_clashing_card_asks_for_a_name_and_the_picker_shows_no_lookalikes(

@@ -14,13 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -39,12 +33,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work.mkdir()
     (work / "stuck.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
     with running_lab(root, offline_delay=0.05) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 

@@ -29,12 +29,7 @@ from conch_jupyter.rounds.engine import ROUND_END_WORDS, end_words
 from conch_jupyter.rounds.prompts import turn_note
 from conch_jupyter.widget.stream import ChatStream
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    screenshot_path,
-)
+from ..support.browser import screenshot_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
@@ -144,12 +139,6 @@ def harness() -> Iterator[_Server]:
     yield server
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
-        yield running
 
 
 @pytest.fixture

@@ -20,13 +20,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import (  # noqa: F401 (the two jp_ fixtures)
-    chromium,
-    jp_asyncio_loop,
-    jp_server_cleanup,
-    need_chromium,
-    screenshot_path,
-)
+from ..support.browser import need_chromium, screenshot_path
 from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
 from .env import live_env, live_python
 
@@ -52,12 +46,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (work / BOOK).write_text(notebook("a = 1", "b = 2", "c = 3"))
     (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch", "mine = 0"))
     with running_lab(root, offline_delay=0, python=python, env_extra=live_env()) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as running:
         yield running
 
 

@@ -54,6 +54,14 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    """One headless chromium for a package of tests (tests/browser and tests/live import it in
+    their conftest.py): a test opens a context of its own in it and closes it when done."""
+    with chromium() as running:
+        yield running
+
+
 def screenshot_path(name: str) -> str:
     SCREENS.mkdir(parents=True, exist_ok=True)
     return str(SCREENS / f"{name}.png")

@@ -21,10 +21,12 @@ from conch_jupyter.rounds.engine import (
     RoundError,
     RoundLimits,
     Speak,
+    SpendLimit,
     SpendRecorded,
     Stop,
     TurnRefused,
     UserWrote,
+    end_event,
     end_words,
 )
 
@@ -200,6 +202,44 @@ def test_failures_end_the_round_with_words(event, reason) -> None:
     end = rnd.handle(event)
     assert isinstance(end, End)
     assert (end.reason, end.words) == (reason, event.words)
+
+
+@pytest.mark.parametrize(
+    ("limit", "why"),
+    [
+        ("chat", "the chat reached its spending limit"),
+        ("month", "this month's spending reached its budget"),
+    ],
+)
+def test_a_turn_the_chats_limits_refuse_says_which_limit_not_the_rounds(
+    limit: SpendLimit, why: str
+) -> None:
+    rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    rnd.start()
+    rnd.handle(ReplyEnded("Researcher", "@Writer over to you"))
+    end = rnd.handle(TurnRefused("Writer", "This chat has spent $5.00 of its $5.00 limit.", limit))
+    assert isinstance(end, End)
+    assert (end.reason, end.limit) == ("spend", limit)
+    assert end_event(end) == {
+        "turns": 1,
+        "reason": "spend",
+        "words": f"Researcher and Writer took turns · 1 reply · ended: {why}",
+        "limit": limit,
+    }
+    assert "$1" not in str(end_event(end)["words"])
+
+
+def test_the_rounds_own_spend_end_names_its_dollar() -> None:
+    rnd = Round(named=["Researcher", "Writer"], roster=ROSTER)
+    rnd.start()
+    rnd.handle(SpendRecorded(1.0))
+    end = rnd.handle(ReplyEnded("Researcher", "@Writer over to you"))
+    assert isinstance(end, End)
+    assert end_event(end)["words"] == (
+        "Researcher answered · 1 reply · ended: it reached its $1 spending limit"
+    )
+    assert end_event(end)["limit"] == "round"
+    assert "limit" not in end_event(End("done", 1, ("Writer",)))  # said only for "spend"
 
 
 @pytest.mark.parametrize("phase", ["new", "speaking", "asking"])

@@ -82,9 +82,10 @@ async def test_the_chats_limit_refuses_a_metered_turn_only(store: Store) -> None
     budget = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
     assert turn_refusal(store, budget, metered(), chat, NOW) is None
     await store.add_spend(5.0, conversation_id=chat)
-    words = turn_refusal(store, budget, metered(), chat, NOW)
-    assert words is not None
-    assert "spent $5.00 of its $5.00 limit, so Writer did not answer" in words
+    refused = turn_refusal(store, budget, metered(), chat, NOW)
+    assert refused is not None
+    assert "spent $5.00 of its $5.00 limit, so Writer did not answer" in refused.words
+    assert refused.limit == "chat"
     assert turn_refusal(store, budget, metered(None), chat, NOW) is None  # unpriced: free
     assert turn_refusal(store, Budget(None, None), metered(), chat, NOW) is None
 
@@ -96,9 +97,10 @@ async def test_the_months_budget_counts_every_chat_and_restarts_each_month(store
     assert month_spent_over(store, budget, metered(), NOW) is None
     await store.add_spend(4.0, conversation_id=first)
     assert month_spent_over(store, budget, metered(), NOW) == 10.0
-    words = turn_refusal(store, budget, metered(), second, NOW)
-    assert words is not None
-    assert "This month's spending has reached $10.00 of the $10.00 budget" in words
+    refused = turn_refusal(store, budget, metered(), second, NOW)
+    assert refused is not None
+    assert "This month's spending has reached $10.00 of the $10.00 budget" in refused.words
+    assert refused.limit == "month"
     assert month_spent_over(store, budget, metered(None), NOW) is None
     april = datetime(2024, 4, 1, tzinfo=timezone.utc).timestamp()
     assert month_spent_over(store, budget, metered(), april) is None
@@ -158,9 +160,9 @@ async def test_the_administrators_caps_hold_over_what_the_user_sets(store: Store
     assert chat_limit(store, capped, chat) == 2.0
     assert month_limit(store, capped) == 20.0
     await store.add_spend(2.0, conversation_id=chat)
-    words = turn_refusal(store, capped, metered(), chat, NOW)
-    assert words is not None
-    assert "set by your administrator" in words
+    refused = turn_refusal(store, capped, metered(), chat, NOW)
+    assert refused is not None
+    assert "set by your administrator" in refused.words
 
 
 async def test_the_limits_set_by_the_user_win_over_the_servers(store: Store) -> None:
@@ -169,16 +171,16 @@ async def test_the_limits_set_by_the_user_win_over_the_servers(store: Store) -> 
     await store.add_spend(1.0, conversation_id=chat)
     assert turn_refusal(store, budget, metered(), chat, NOW) is None
     await store.set_chat_limit(chat, 1.0)
-    words = turn_refusal(store, budget, metered(), chat, NOW)
-    assert words is not None
-    assert "spent $1.00 of its $1.00 limit" in words
+    refused = turn_refusal(store, budget, metered(), chat, NOW)
+    assert refused is not None
+    assert "spent $1.00 of its $1.00 limit" in refused.words
     shown = budget_json(store, budget, chat, NOW, None)
     assert shown["chat"] == {"spent": 1.0, "limit": 1.0}
     await store.set_chat_limit(chat, None)
     await store.set_monthly_budget(0.5)
-    words = turn_refusal(store, budget, metered(), chat, NOW)
-    assert words is not None
-    assert "reached $1.00 of the $0.50 budget" in words
+    refused = turn_refusal(store, budget, metered(), chat, NOW)
+    assert refused is not None
+    assert "reached $1.00 of the $0.50 budget" in refused.words
     assert budget_json(store, budget, chat, NOW, None)["month"] == {"spent": 1.0, "limit": 0.5}
     await store.set_monthly_budget(None)
     assert turn_refusal(store, budget, metered(), chat, NOW) is None
