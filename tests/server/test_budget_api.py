@@ -97,6 +97,12 @@ async def test_the_chats_limit_set_in_its_header_stops_the_next_turn_in_words(
     words = done["messages"][-1]["text"]
     assert "This chat has spent $0.02 of its $0.02 limit, so Bot did not answer." in words
     assert "Raise the chat's limit in its header to go on." in words
+    # The folded card says the chat's limit stopped it, not the round's $1.
+    ended = [e for e in done["events"] if e["type"] == "round.ended"][-1]
+    assert (ended["reason"], ended["limit"]) == ("spend", "chat")
+    assert ended["words"] == (
+        "The round ended before anyone answered: the chat reached its spending limit"
+    )
     # Raised again: the next turn goes; null gives the chat the server's default back.
     await api("PATCH", path, {"limit_usd": 1})
     await api("POST", f"{path}/messages", {"text": "@Bot third"})
@@ -125,6 +131,9 @@ async def test_the_months_budget_set_in_settings_holds_across_chats(
     words = chats[2]["messages"][-1]["text"]
     assert "This month's spending has reached $0.04 of the $0.03 budget" in words
     assert "Raise the month's budget in Settings" in words
+    ended = [e for e in chats[2]["events"] if e["type"] == "round.ended"][-1]
+    assert (ended["reason"], ended["limit"]) == ("spend", "month")
+    assert ended["words"].endswith(": this month's spending reached its budget")
     assert chats[2]["budget"]["month"] == {"spent": 0.042, "limit": 0.03}
     status, month = await api("PATCH", "budget", {"monthly_usd": None})
     assert (status, month["month"]["limit"]) == (200, 50.0)  # the server's default again
