@@ -25,6 +25,7 @@ from ..coding.rules import KNOWN_AGENTS, command_refusal, found_agents
 from ..core.policy import BY_ADMIN, check_provider
 from ..notebook.kernel import NotebookKernels
 from ..providers import address_of
+from ..rounds.resume import STORED_KINDS, read_already, stream_opening
 from ..store.pages import PAGE_LIMIT, StreamCursor
 from .base import KERNEL_USER, ApiError, ConchHandler
 from .bodies import (
@@ -355,7 +356,7 @@ class EventsHandler(ConchHandler):
             try:
                 # Follow first, then read: nothing can fall between the two, and what was read
                 # and comes again from the queue (stored, then published) is not sent twice.
-                opening, seen = self._opening(conversation_id, cursor, limit)
+                opening, seen = stream_opening(rounds, conversation_id, cursor, limit)
                 if opening:
                     self.place = StreamCursor(seen.messages, seen.events)
                     await self._send(*opening)
@@ -381,43 +382,13 @@ class EventsHandler(ConchHandler):
                     items: list[dict[str, Any] | None] = [item]
                     while not queue.empty() and items[-1] is not None:
                         items.append(queue.get_nowait())
-                    await self._send(*[i for i in items if i is not None and not _read(i, seen)])
+                    fresh = [i for i in items if i is not None and not read_already(i, seen)]
+                    await self._send(*fresh)
                     if items[-1] is None:
                         break
             except StreamClosedError:
                 return
         self.finish()
-
-    def _opening(
-        self, conversation_id: str, cursor: StreamCursor | None, limit: int | None
-    ) -> tuple[list[dict[str, Any]], StreamCursor]:
-        """What the stream opens with, and where that leaves it; read at one instant (no await
-        here, so no item can be published between the reads)."""
-        rounds, pages = self.conch.rounds, self.conch.store.pages
-        if cursor is not None:
-            messages, more = pages.messages_after(conversation_id, cursor.messages, RESUME_LIMIT)
-            events, more_events = pages.events_after(conversation_id, cursor.events, RESUME_LIMIT)
-            if not (more or more_events):
-                # Messages before events at one instant: a round ends after its last message.
-                names = rounds.names()
-                said = [
-                    (m.created, 0, _message_item(rounds.message_json(m, names), m.seq))
-                    for m in messages
-                ]
-                said += [(e.created, 1, {"type": "event", "event": e.to_json()}) for e in events]
-                said.sort(key=lambda entry: entry[:2])
-                seen = StreamCursor(
-                    messages[-1].seq if messages else cursor.messages,
-                    events[-1].seq if events else cursor.events,
-                )
-                resumed = {"type": "resumed", "conversation": rounds.live_json(conversation_id)}
-                return [*(item for *_, item in said), resumed], seen
-            # Missed too much to catch up item by item: a new snapshot, as if opened afresh.
-        if limit is None:
-            return [], StreamCursor()  # the whole chat: made by the caller, a chunk at a time
-        snapshot = rounds.conversation_json(conversation_id, limit)
-        seen = StreamCursor(*pages.last_seqs(conversation_id))
-        return [{"type": "snapshot", "conversation": snapshot}], seen
 
     async def _send(self, *items: dict[str, Any]) -> None:
         for item in items:
@@ -433,27 +404,6 @@ class EventsHandler(ConchHandler):
             self.place.messages = max(self.place.messages, int(item.get("seq") or 0))
         elif item["type"] == "event":
             self.place.events = max(self.place.events, int(item["event"]["seq"]))
-
-
-# The items that carry the stream's place as their SSE id (a delta or a round state keeps the
-# last one: SSE's last event id stays until a later id changes it).
-STORED_KINDS = frozenset({"snapshot", "resumed", "message", "event"})
-# A stream that missed more than this many messages (or events) opens with a new snapshot.
-RESUME_LIMIT = 500
-
-
-def _message_item(message: dict[str, Any], seq: int) -> dict[str, Any]:
-    return {"type": "message", "message": message, "seq": seq}
-
-
-def _read(item: dict[str, Any], seen: StreamCursor) -> bool:
-    """Whether a queued item was already read from the store when the stream opened."""
-    if item["type"] == "message":
-        seq = int(item.get("seq") or 0)
-        return 0 < seq <= seen.messages
-    if item["type"] == "event":
-        return int(item["event"]["seq"]) <= seen.events
-    return False
 
 
 class PolicyHandler(ConchHandler):
