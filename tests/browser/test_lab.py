@@ -9,15 +9,14 @@ the same widgets from a copy of the demo (a kernel of its own). Screenshots go t
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Lab, open_notebook, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Lab, lab_folder, open_notebook, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -26,13 +25,10 @@ DEMO = Path(__file__).resolve().parents[2] / "notebooks" / "demo.ipynb"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab")
-    (root / "work").mkdir()
     # A copy each: the demo's Run All waits in `await chat.answered()` for a Run no one presses
     # here, so a second Run All in the same kernel would queue behind it for ten minutes.
-    shutil.copy(DEMO, root / "work" / "demo.ipynb")
-    shutil.copy(DEMO, root / "work" / "demo7.ipynb")
+    demo = DEMO.read_text()
+    root = lab_folder(tmp_path_factory, "lab", {"demo.ipynb": demo, "demo7.ipynb": demo})
     with running_lab(root) as running:
         yield running
 

@@ -17,8 +17,8 @@ import pytest
 from playwright.sync_api import Browser, Locator, expect
 
 from ..support import acp_agent
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, notebook, open_notebook, run_all, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -27,13 +27,11 @@ AGENT = str(Path(acp_agent.__file__).resolve())
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-acp")
-    (root / "work").mkdir()
-    (root / "work" / "acp.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
-    (root / "work" / "acp-settings.ipynb").write_text(
-        notebook("%load_ext conch_jupyter", "%conch agents")
-    )
+    notebooks = {
+        "acp.ipynb": notebook("%load_ext conch_jupyter", "%conch"),
+        "acp-settings.ipynb": notebook("%load_ext conch_jupyter", "%conch agents"),
+    }
+    root = lab_folder(tmp_path_factory, "lab-acp", notebooks)
     with running_lab(root) as running:
         with running.client() as http:
             body = {

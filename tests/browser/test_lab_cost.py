@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Lab, notebook, open_notebook, run_all, running_lab, set_theme
+from ..support.browser import screenshot_path
+from ..support.lab import Lab, lab_folder, notebook, open_notebook, run_all, running_lab, set_theme
 from ..support.scripted_models import Reply, ScriptedModels
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -32,11 +32,8 @@ def models() -> Iterator[ScriptedModels]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, models: ScriptedModels) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-cost")
-    (root / "work").mkdir()
     cells = ("%load_ext conch_jupyter\n%conch", "%conch agents")
-    (root / "work" / "cost.ipynb").write_text(notebook(*cells))
+    root = lab_folder(tmp_path_factory, "lab-cost", {"cost.ipynb": notebook(*cells)})
     with running_lab(root) as running:
         with running.client() as http:
             provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}

@@ -7,15 +7,14 @@ output anywhere is a Traceback or an Error."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, open_notebook, run_all, running_lab, set_theme
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, open_notebook, run_all, running_lab, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -31,11 +30,8 @@ ALL_RAN = """() => {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-demo")
-    (root / "work").mkdir()
-    for name in ("demo.ipynb", "demo7.ipynb"):
-        shutil.copyfile(DEMO, root / "work" / name)
+    demo = DEMO.read_text()
+    root = lab_folder(tmp_path_factory, "lab-demo", {"demo.ipynb": demo, "demo7.ipynb": demo})
     with running_lab(root, offline_delay=0.02) as running:
         yield running
 

@@ -19,8 +19,17 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
+from ..support.browser import screenshot_path
+from ..support.lab import (
+    Console,
+    Lab,
+    lab_folder,
+    notebook,
+    open_notebook,
+    run_all,
+    running_lab,
+    set_theme,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -46,11 +55,8 @@ STREAMING = """() => {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-habits")
-    (root / "work").mkdir()
-    for name in ("habits-lab", "habits-7"):
-        (root / "work" / f"{name}.ipynb").write_text(notebook(*CELLS))
+    notebooks = {f"{name}.ipynb": notebook(*CELLS) for name in ("habits-lab", "habits-7")}
+    root = lab_folder(tmp_path_factory, "lab-habits", notebooks)
     # Slow enough that a reply streams for seconds: its Markdown is seen before it settles.
     with running_lab(root, offline_delay=0.08) as running:
         yield running

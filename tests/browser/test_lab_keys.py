@@ -15,8 +15,17 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import KERNEL_IDLE, Lab, notebook, open_notebook, run_all, running_lab, set_theme
+from ..support.browser import screenshot_path
+from ..support.lab import (
+    KERNEL_IDLE,
+    Lab,
+    lab_folder,
+    notebook,
+    open_notebook,
+    run_all,
+    running_lab,
+    set_theme,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -40,11 +49,8 @@ SHAPE = """() => {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-keys")
-    (root / "work").mkdir()
-    (root / "work" / "keys.ipynb").write_text(notebook(*CELLS))
-    (root / "work" / "one.ipynb").write_text(notebook(*ONE_CHAT))
+    notebooks = {"keys.ipynb": notebook(*CELLS), "one.ipynb": notebook(*ONE_CHAT)}
+    root = lab_folder(tmp_path_factory, "lab-keys", notebooks)
     with running_lab(root) as running:
         yield running
 

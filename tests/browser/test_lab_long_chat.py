@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, notebook, open_notebook, run_all, running_lab
 from ..support.long_chats import long_chat_file
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -57,10 +57,8 @@ WHERE = """(log, text) => {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-long")
-    (root / "work").mkdir()
-    (root / "work" / "long.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    book = notebook("%load_ext conch_jupyter", "%conch")
+    root = lab_folder(tmp_path_factory, "lab-long", {"long.ipynb": book})
     (root / "conch").mkdir(mode=0o700)
     long_chat_file(root / "conch", EXCHANGES, title="long.ipynb", path="long.ipynb")
     with running_lab(root) as running:

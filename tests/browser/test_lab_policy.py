@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, notebook, open_notebook, run_all, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -33,12 +33,8 @@ POLICY = {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-policy")
-    (root / "work").mkdir()
-    (root / "work" / "policy.ipynb").write_text(
-        notebook("%load_ext conch_jupyter", "%conch agents", "%conch")
-    )
+    book = notebook("%load_ext conch_jupyter", "%conch agents", "%conch")
+    root = lab_folder(tmp_path_factory, "lab-policy", {"policy.ipynb": book})
     with running_lab(root, config={"ConchApp": {"policy": POLICY}}) as running:
         yield running
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, notebook, open_notebook, run_all, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -27,11 +27,8 @@ CODE = (
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-stop")
-    work = root / "work"
-    work.mkdir()
-    (work / "stuck.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    book = notebook("%load_ext conch_jupyter", "%conch")
+    root = lab_folder(tmp_path_factory, "lab-stop", {"stuck.ipynb": book})
     with running_lab(root, offline_delay=0.05) as running:
         yield running
 

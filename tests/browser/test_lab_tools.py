@@ -16,8 +16,17 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab, set_theme
+from ..support.browser import screenshot_path
+from ..support.lab import (
+    Console,
+    Lab,
+    lab_folder,
+    notebook,
+    open_notebook,
+    run_all,
+    running_lab,
+    set_theme,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -27,12 +36,9 @@ CODE = 'import time\ntime.sleep(1.5)\nanswer = 6 * 7\nprint("answer is", answer)
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
-    root = tmp_path_factory.mktemp("lab-tools")
-    work = root / "work"
-    work.mkdir()
-    for name in ("tools-light", "tools-dark"):
-        (work / f"{name}.ipynb").write_text(notebook("%load_ext conch_jupyter", "%conch"))
+    book = notebook("%load_ext conch_jupyter", "%conch")
+    notebooks = {f"{name}.ipynb": book for name in ("tools-light", "tools-dark")}
+    root = lab_folder(tmp_path_factory, "lab-tools", notebooks)
     with running_lab(root, offline_delay=0.05) as running:
         yield running
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..support.browser import need_chromium, screenshot_path
-from ..support.lab import Console, Lab, notebook, open_notebook, run_all, running_lab
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, notebook, open_notebook, run_all, running_lab
 from .env import live_env, live_python
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -38,13 +38,12 @@ MOMENT = 5_000  # ms: "within a moment", with room for a loaded 2-core machine
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    need_chromium()
+    notebooks = {
+        BOOK: notebook("a = 1", "b = 2", "c = 3"),
+        DEMO: notebook("%load_ext conch_jupyter", "%conch", "mine = 0"),
+    }
+    root = lab_folder(tmp_path_factory, "lab-live-cells", notebooks)
     python = live_python()
-    root = tmp_path_factory.mktemp("lab-live-cells")
-    work = root / "work"
-    work.mkdir()
-    (work / BOOK).write_text(notebook("a = 1", "b = 2", "c = 3"))
-    (work / DEMO).write_text(notebook("%load_ext conch_jupyter", "%conch", "mine = 0"))
     with running_lab(root, offline_delay=0, python=python, env_extra=live_env()) as running:
         yield running
 

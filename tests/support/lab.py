@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +19,10 @@ from typing import Any
 
 import httpx
 import nbformat
+import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page
 
+from .browser import need_chromium
 from .jupyter_process import START_DEADLINE, free_port
 
 KERNEL_IDLE = """() => {
@@ -156,6 +158,17 @@ def open_notebook(browser: Browser, address: str) -> Page:
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     return page
+
+
+def lab_folder(tmp: pytest.TempPathFactory, name: str, notebooks: Mapping[str, str]) -> Path:
+    """A fresh folder for running_lab, its work/ holding these notebooks (file name → text); the
+    browser test that asks for it is skipped first when chromium is missing."""
+    need_chromium()
+    root = tmp.mktemp(name)
+    (root / "work").mkdir()
+    for file, text in notebooks.items():
+        (root / "work" / file).write_text(text)
+    return root
 
 
 def notebook(*cells: str) -> str:
