@@ -26,6 +26,9 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 def pytest_configure(config: pytest.Config) -> None:
     # The built view (js/ bundled into conch_jupyter/widget/static/) is build output: make it
     # here when it is missing or older than its sources, before any test reads it.
+    # With the suite in two processes the first one does it, before the other two start.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from hatch_build import build_view
 
@@ -38,6 +41,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the tests marked slow (the full load suites); CONCH_SLOW=1 does the same",
     )
+
+
+# The kinds that drive chromium: one lane of their own when the suite runs in two (dev.py).
+CHROMIUM_KINDS = frozenset({"browser", "live"})
+
+
+def lane(nodeid: str) -> str:
+    """Where a test runs when the suite runs in two processes (pytest-xdist, as `python3 dev.py
+    test` runs it): every browser and live test in one lane, one after another (two JupyterLabs
+    with chromium at once on two cores would only slow both, and their timings with them), and
+    every other module whole (its module-scoped Jupyter servers start once) in the other."""
+    path = nodeid.split("::")[0]
+    kind = path.split("/")[1] if path.startswith("tests/") else ""
+    return "chromium" if kind in CHROMIUM_KINDS else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope` with our lanes as its scopes. (xdist's own `loadgroup` would do this
+    from markers, but it renames nodeids through an attribute pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Lanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(nodeid)
+
+    return Lanes(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

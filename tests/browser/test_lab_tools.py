@@ -1,4 +1,5 @@
-"""Agents that work in the notebook, in a real JupyterLab 4, light and dark (issue 14).
+"""Agents that work in the notebook, in a real JupyterLab 4 (light) and Notebook 7 (dark) (issue
+14; opening a tool line brings it into view, issue 23).
 
 An offline agent is given a fenced Python block and proposes to run it in the notebook's own
 kernel: the approval shows the code in full, the user reaches Run with the keyboard, the round
@@ -117,14 +118,13 @@ def the_run_is_drawn(chat: Locator, count: int, state: str) -> Locator:
     return block
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("dark", [False, True], ids=["jupyterlab-light", "notebook7-dark"])
 def test_an_agent_proposes_code_the_user_runs_it_and_the_result_is_drawn(
     browser: Browser, lab: Lab, dark: bool
 ) -> None:
     name = "tools-dark" if dark else "tools-light"
-    page = open_notebook(
-        browser, f"{lab.url}lab/workspaces/{name}/tree/{name}.ipynb?token={lab.token}"
-    )
+    app = "notebooks" if dark else f"lab/workspaces/{name}/tree"
+    page = open_notebook(browser, f"{lab.url}{app}/{name}.ipynb?token={lab.token}")
     console = Console(page)
     set_theme(page, dark)
     run_all(page)
