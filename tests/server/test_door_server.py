@@ -816,7 +816,7 @@ async def test_wrong_keys_are_throttled_and_a_right_key_is_not(
         started = time.monotonic()
         response = await http.get(card, headers=bearer(made["key"]))
         assert response.status_code == 200
-        assert time.monotonic() - started < 0.2
+        assert time.monotonic() - started < min(times[3:])  # faster than a held-back failure
         assert (await http.get(card)).status_code == 401  # no key guesses nothing
         # The rest of the server, and Jupyter's own API, do not wait.
         assert (await api("GET", "agents"))[0] == 200

@@ -168,7 +168,10 @@ async def test_stop_interrupts_the_agents_run_and_the_kernel_is_idle(
     jp_serverapp: Any, kernel: NotebookKernel
 ) -> None:
     tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="auto")
-    call = asyncio.ensure_future(tools.call(chat, ANALYST, run("import time\ntime.sleep(60)"), 0))
+    # Ten minutes of sleep: an idle kernel within half a minute of Stop can only be the interrupt
+    # (a shared, loaded machine may take seconds to schedule the kernel's answer).
+    code = "import time\ntime.sleep(600)"
+    call = asyncio.ensure_future(tools.call(chat, ANALYST, run(code), 0))
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await wait_for(lambda: _async((tools.working(chat) or {}).get("state") == "running"))
     await wait_for(lambda: _async(km.execution_state == "busy"))  # the kernel runs it
@@ -176,8 +179,8 @@ async def test_stop_interrupts_the_agents_run_and_the_kernel_is_idle(
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    await wait_for(lambda: _async(km.execution_state == "idle"), timeout=5)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 2  # Stop itself does not wait for the kernel
+    await wait_for(lambda: _async(km.execution_state == "idle"), timeout=30)
     assert tool_messages(jp_serverapp, chat)[0]["state"] == "skipped"
     assert (await kernel.run("1 + 1"))["output"] == "2"  # the kernel still works
 
