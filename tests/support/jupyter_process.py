@@ -207,6 +207,32 @@ class JupyterProcess:
 
 
 @contextmanager
+def notebook_session(
+    server: JupyterProcess, path: str
+) -> Iterator[tuple[str, BlockingKernelClient]]:
+    """A kernel the server starts for a notebook's session, as JupyterLab starts one (with the
+    name too: the kernel's JPY_SESSION_NAME is then the full path on disk, the kernel's folder
+    joined with the name, not the API's path), and a client for it once it answers: (kernel id,
+    client). The channels are stopped and the session ended after."""
+    with server.client() as http:
+        answer = http.post(
+            f"{server.url}api/sessions",
+            json={"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}},
+        )
+    assert answer.status_code == 201, f"{answer.text}\n{server.log_tail()}"
+    session = answer.json()
+    try:
+        client = server.connect_kernel(session["kernel"]["id"])
+        try:
+            yield session["kernel"]["id"], client
+        finally:
+            client.stop_channels()
+    finally:
+        with server.client() as http:
+            http.delete(f"{server.url}api/sessions/{session['id']}")
+
+
+@contextmanager
 def running_jupyter(root: Path, offline_delay: float) -> Iterator[JupyterProcess]:
     """A Jupyter server with Conch in its own process, data in root/data and notebooks in
     root/root, its offline agents `offline_delay` seconds a word; stopped after."""

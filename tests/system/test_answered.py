@@ -18,7 +18,7 @@ import httpx
 import pytest
 from jupyter_client.blocking import BlockingKernelClient
 
-from ..support.jupyter_process import JupyterProcess, running_jupyter
+from ..support.jupyter_process import JupyterProcess, notebook_session, running_jupyter
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -83,29 +83,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]
 
 @pytest.fixture(scope="module")
 def kernel(server: JupyterProcess) -> Iterator[Kernel]:
-    with server.client() as http:
-        answer = http.post(
-            f"{server.url}api/sessions",
-            json={
-                "path": "demo.ipynb",
-                "name": "demo.ipynb",
-                "type": "notebook",
-                "kernel": {"name": "python3"},
-            },
-        )
-    assert answer.status_code == 201, answer.text
-    session = answer.json()
-    kernel_id = session["kernel"]["id"]
-    client = server.connect_kernel(kernel_id)
-    try:
+    with notebook_session(server, "demo.ipynb") as (kernel_id, client):
         ran = Kernel(client, kernel_id, client.session.key)
         [loaded] = ran.run_all(["%load_ext conch_jupyter"])
         assert ran.collect([loaded])[loaded].errors == []
         yield ran
-    finally:
-        client.stop_channels()
-        with server.client() as http:
-            http.delete(f"{server.url}api/sessions/{session['id']}")
 
 
 def the_chat(server: JupyterProcess, http: httpx.Client) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from ..support.jupyter_process import JupyterProcess, running_jupyter
+from ..support.jupyter_process import JupyterProcess, notebook_session, running_jupyter
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -89,23 +89,15 @@ def what_you_do_in_the_chat(server: JupyterProcess, source: str) -> threading.Th
 def test_the_demo_notebook_runs_offline(server: JupyterProcess) -> None:
     """Run it in a kernel the server started for the notebook's session, as JupyterLab would."""
     shutil.copy(DEMO, server.root_dir / "demo.ipynb")
-    with server.client() as http:
-        session = http.post(
-            f"{server.url}api/sessions",
-            json={"path": "demo.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
-        ).json()
-    kernel = session["kernel"]
     notebook = nbformat.read(DEMO, as_version=4)
     runner = NotebookClient(notebook, timeout=120)
-    runner.kc = client = server.connect_kernel(kernel["id"])
-    try:
+    with notebook_session(server, "demo.ipynb") as (_, client):
+        runner.kc = client
         for index, cell in enumerate(notebook.cells):
             person = what_you_do_in_the_chat(server, cell.source)
             runner.execute_cell(cell, index)
             if person is not None:
                 person.join(timeout=60)
-    finally:
-        client.stop_channels()
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     errors = [o for cell in code for o in cell.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, errors

@@ -15,7 +15,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.blocking import BlockingKernelClient
 
-from ..support.jupyter_process import JupyterProcess, running_jupyter
+from ..support.jupyter_process import JupyterProcess, notebook_session, running_jupyter
 from ..unit.test_view_js import draw_relayed
 
 pytestmark = pytest.mark.timeout(180)
@@ -147,32 +147,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]
 @pytest.fixture(scope="module")
 def kernel(server: JupyterProcess) -> Iterator[Kernel]:
     """A kernel started for a notebook session, as JupyterLab starts one."""
-    with server.client() as http:
-        answer = http.post(
-            f"{server.url}api/sessions",
-            # JupyterLab sends the name too: the kernel's JPY_SESSION_NAME is then the full
-            # path on disk (the kernel's folder joined with the name), not the API's path.
-            json={
-                "path": "talk.ipynb",
-                "name": "talk.ipynb",
-                "type": "notebook",
-                "kernel": {"name": "python3"},
-            },
-        )
-    assert answer.status_code == 201, f"{answer.text}\n{server.log_tail()}"
-    session = answer.json()
-    try:
-        client = server.connect_kernel(session["kernel"]["id"])
-        try:
-            kernel = Kernel(client, server)
-            ran = kernel.run("%load_ext conch_jupyter")
-            assert not ran.errors, f"{ran.errors}\n{server.log_tail()}"
-            yield kernel
-        finally:
-            client.stop_channels()
-    finally:
-        with server.client() as http:
-            http.delete(f"{server.url}api/sessions/{session['id']}")
+    with notebook_session(server, "talk.ipynb") as (_, client):
+        kernel = Kernel(client, server)
+        ran = kernel.run("%load_ext conch_jupyter")
+        assert not ran.errors, f"{ran.errors}\n{server.log_tail()}"
+        yield kernel
 
 
 def test_a_message_starts_a_round_that_the_widget_follows_live(kernel: Kernel) -> None:
