@@ -123,13 +123,7 @@ async def test_an_agent_adds_edits_and_deletes_cells_of_a_notebook_no_page_has_o
 async def test_ask_shows_the_change_and_no_changes_nothing(jp_serverapp: Any, draft: Path) -> None:
     tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="ask")
     _, second = cell_ids(draft)
-    await tools.call(chat, ANALYST, ToolCall("r", "read_notebook", {}), 0)
-    call = asyncio.ensure_future(
-        tools.call(
-            chat, ANALYST, ToolCall("e", "edit_cell", {"cell_id": second, "source": "x = 9"}), 1
-        )
-    )
-    asking = await wait_for(lambda: _now(tools.asking(chat)))
+    call, asking = await read_then_ask_to_edit(tools, chat, second, "x = 9")
     assert {k: asking[0][k] for k in ("tool", "cell_id", "old", "new")} == {
         "tool": "edit_cell",
         "cell_id": second,
@@ -163,13 +157,7 @@ async def test_a_cell_the_user_changed_while_asking_is_not_overwritten(
 ) -> None:
     tools, chat = tools_of(jp_serverapp), await chat_for(jp_serverapp, mode="ask")
     _, second = cell_ids(draft)
-    await tools.call(chat, ANALYST, ToolCall("r", "read_notebook", {}), 0)
-    call = asyncio.ensure_future(
-        tools.call(
-            chat, ANALYST, ToolCall("e", "edit_cell", {"cell_id": second, "source": "x = 9"}), 1
-        )
-    )
-    asking = await wait_for(lambda: _now(tools.asking(chat)))
+    call, asking = await read_then_ask_to_edit(tools, chat, second, "x = 9")
     book = saved(draft)
     book.cells[1].source = "x = 1  # the user's own words"
     nbformat.write(book, draft / BOOK)
@@ -303,6 +291,18 @@ async def test_a_notebook_a_page_holds_open_without_collaboration_is_never_writt
         assert "Nothing was changed" in words
     assert (jp_root_dir / "work.ipynb").read_text() == before
     assert await kernel.value("'x' in globals()") == "False"
+
+
+async def read_then_ask_to_edit(
+    tools: NotebookTools, chat: str, cell_id: str, source: str
+) -> tuple[asyncio.Future[str], list[dict[str, Any]]]:
+    """The Analyst reads the notebook, then asks (in Ask) to set a cell's source: the call,
+    still waiting for the user's answer, and what the chat now asks."""
+    await tools.call(chat, ANALYST, ToolCall("r", "read_notebook", {}), 0)
+    edit = ToolCall("e", "edit_cell", {"cell_id": cell_id, "source": source})
+    call = asyncio.ensure_future(tools.call(chat, ANALYST, edit, 1))
+    asking = await wait_for(lambda: _now(tools.asking(chat)))
+    return call, asking
 
 
 def _now(value: Any) -> Any:
