@@ -65,3 +65,9 @@ def endpoint_url(handler: Exchange, agent_id: str) -> str:
     it with and without a trailing slash)."""
     base_url = handler.settings.get("base_url", "/")
     return f"{request_origin(handler)}{base_url}a2a/{quote(agent_id, safe='')}"
+
+
+def jwks_url(handler: Exchange) -> str:
+    """The absolute URL of the door's JWK Set, which its cards' signatures name as `jku`."""
+    base_url = handler.settings.get("base_url", "/")
+    return f"{request_origin(handler)}{base_url}.well-known/jwks.json"

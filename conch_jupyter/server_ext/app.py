@@ -37,6 +37,7 @@ from ..core.sealed import SealedFile
 from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
+from ..door.signer import DoorSigner
 from ..notebook.documents import NotebookDocuments
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
@@ -156,9 +157,10 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             other_names=lambda: {o.name for o in outside.list()},
         )
+        a2a_secrets = SealedFile(data / "a2a.secrets.json", seal_key)
         outside = OutsideAgents(
             data,
-            SealedFile(data / "a2a.secrets.json", seal_key),
+            a2a_secrets,
             taken_names=lambda: {a.name for a in agents.list()},
             clock=time.time,
             retry_delay=self.retry_delay,
@@ -237,6 +239,7 @@ class ConchApp(ExtensionApp):
             tools=tools,
             coding=coding,
             mcp=mcp,
+            door_signer=DoorSigner(a2a_secrets),
             kernel_key=kernel_key,
             policy=policy,
         )
