@@ -165,6 +165,12 @@ class Calls:
         return Call("PATCH", _path("outside", outside_id), _whole, {"name": name})
 
     @staticmethod
+    def accept_outside_key(outside_id: str) -> Call[Answer]:
+        """The key the outside agent's card now shows (or its being unsigned) replaces the one
+        pinned when it was added (the user's own request: the kernel key is refused)."""
+        return Call("POST", _path("outside", outside_id, "repair"), _whole, {"accept_key": True})
+
+    @staticmethod
     def delete_outside(outside_id: str) -> Call[None]:
         return Call("DELETE", _path("outside", outside_id), _nothing)
 

@@ -153,6 +153,11 @@ export function directSettings(api, section) {
         await api.request("DELETE", `outside/${encodeURIComponent(content.id)}`);
         await load("outside");
       }),
+    "outside.accept_key": (content) =>
+      act("outside.accept_key", "outside", async () => {
+        await api.request("POST", `outside/${encodeURIComponent(content.id)}/repair`, { accept_key: true });
+        await load("outside");
+      }),
     "outside.repair": () =>
       act("outside.repair", "outside", async () => {
         state.update({ outside: (await api.request("POST", "outside/repair")).outside });

@@ -61,7 +61,10 @@ _SCHEME_TYPES = {
 
 
 class SignatureError(ValueError):
-    """A card or signature Conch cannot check; the message finishes "its signature …"."""
+    """A card or signature Conch cannot check; the message finishes "its signature …".
+
+    No ConchError: it becomes words in a card's check (a2a/outside/signatures.py), never an
+    answer of its own."""
 
 
 # --- RFC 8785: the canonical JSON ----------------------------------------------------------
