@@ -42,15 +42,6 @@ DOOR_ALGORITHM = "ES256"
 MAX_DEPTH = 64  # deeper than any card; a hostile card cannot exhaust the stack
 MAX_SIGNATURES = 8  # more are not looked at
 _SAFE_INT = 2**53 - 1
-# The 0.3 card's members that a 1.0 reader maps or drops.
-V03_MEMBERS = (
-    "url",
-    "preferredTransport",
-    "protocolVersion",
-    "additionalInterfaces",
-    "security",
-    "supportsAuthenticatedExtendedCard",
-)
 _SCHEME_TYPES = {
     "apiKey": "apiKeySecurityScheme",
     "http": "httpAuthSecurityScheme",
