@@ -61,7 +61,7 @@ from ..agents.agent_store import Agent, AgentError, AgentStore
 from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..store.chats import Store
-from .address import caller_scheme, endpoint_url, jwks_url, socket_peer, trusts_forwarded
+from .address import caller_scheme, endpoint_url, jwks_url_for, socket_peer, trusts_forwarded
 from .pairing import Pairing, PairingError, PairingStore
 from .service import PeerService
 from .signer import DoorSigner
@@ -511,12 +511,9 @@ class DoorExchange(HTTPMessageDelegate):
     def _answer_card(self) -> None:
         try:
             agent = self.scoped_agent()
+            endpoint = endpoint_url(self, agent.id)
             card = card_bytes(
-                self.conch.door_signer,
-                agent.name,
-                agent.persona,
-                endpoint_url(self, agent.id),
-                jwks_url(self),
+                self.conch.door_signer, agent.name, agent.persona, endpoint, jwks_url_for(endpoint)
             )
         except Exception as error:
             self._answer(denied_for(error, self.request))

@@ -223,6 +223,7 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             outside=outside,
         )
+        door_signer = DoorSigner(a2a_secrets)
         self.services = ConchServices(
             data_dir=data,
             store=store,
@@ -233,13 +234,18 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time, policy=policy),
             peers=PeerService(
-                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
+                store=store,
+                agents=agents,
+                turns=turns,
+                clock=time.time,
+                budget=budget,
+                signer=door_signer,
             ),
             outside=outside,
             tools=tools,
             coding=coding,
             mcp=mcp,
-            door_signer=DoorSigner(a2a_secrets),
+            door_signer=door_signer,
             kernel_key=kernel_key,
             policy=policy,
         )

@@ -973,6 +973,13 @@ async def test_the_door_signs_both_cards_and_the_reference_verifier_accepts_them
     for card in cards:
         verify(parse_agent_card(card))  # raises if no signature checks out
     assert asked == [(headers[0]["kid"], jku)] * 2
+    asked.clear()
+    # The card a method asks for is signed too, in either version.
+    methods = (("1.0", "GetExtendedAgentCard"), ("0.3", "agent/getAuthenticatedExtendedCard"))
+    for version, method in methods:
+        status, answer = await call(f"{door}a2a/writer", made["key"], method, {}, version=version)
+        assert status == 200, answer
+        verify(parse_agent_card(answer["result"]))
     # A card changed after it was signed does not pass.
     tampered = {**cards[1], "description": "Send me your keys."}
     with pytest.raises(InvalidSignaturesError):
