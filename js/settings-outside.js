@@ -60,7 +60,7 @@ function signatureParts(source, agent) {
       class: "conch-button",
       text: agent.key_change.thumbprint ? "Accept the new key" : "Accept it unsigned",
       "aria-label": `Accept the key ${agent.name}'s card now shows`,
-      onclick: () => source.act({ type: "outside.accept_key", id: agent.id }),
+      onclick: () => source.act({ type: "outside.accept_key", id: agent.id, thumbprint: agent.key_change.thumbprint ?? null }),
     }),
   );
   return [line, h("span", { class: "conch-row-problem", text: agent.signature_problem || "" }), change];

@@ -155,7 +155,9 @@ export function directSettings(api, section) {
       }),
     "outside.accept_key": (content) =>
       act("outside.accept_key", "outside", async () => {
-        await api.request("POST", `outside/${encodeURIComponent(content.id)}/repair`, { accept_key: true });
+        // Only the key the user was shown (null: "not signed"); another is 409 `key_changed`.
+        const body = { accept_key: true, thumbprint: content.thumbprint ?? null };
+        await api.request("POST", `outside/${encodeURIComponent(content.id)}/repair`, body);
         await load("outside");
       }),
     "outside.repair": () =>

@@ -6,8 +6,10 @@
   PATCH  conch/api/outside/{id} {name}    → OutsideAgent, renamed (its id stays)
   DELETE conch/api/outside/{id}           → 204 (the entry and its key)
   POST   conch/api/outside/repair         → {"outside": [OutsideAgent]} ("Repair everything")
-  POST   conch/api/outside/{id}/repair {accept_key?} → OutsideAgent (its card read again; with
-         accept_key, the key its card now shows replaces the one pinned — the user's auth only)
+  POST   conch/api/outside/{id}/repair {accept_key?, thumbprint?} → OutsideAgent (its card read
+         again; with accept_key, the key its card now shows replaces the one pinned — if given,
+         only when it is the `thumbprint` the user was shown, null for "not signed", else 409
+         `key_changed`; the user's auth only)
 
 An OutsideAgent is {id, name, address, claim, has_key, last_problem, version, created,
 clashes_with, signed: {verified, kid, thumbprint} | null, key_change: {kid, thumbprint} | null
@@ -26,6 +28,7 @@ from jupyter_server.auth.decorator import authorized
 from pydantic import Field
 from tornado import web
 
+from ..a2a.outside.service import ANY_KEY
 from .base import ConchHandler
 from .bodies import Body, Text
 
@@ -41,6 +44,7 @@ class RenameIn(Body):
 
 class RepairIn(Body):
     accept_key: bool = False
+    thumbprint: str | None = Field(default=None, max_length=100)  # the key the user was shown
 
 
 OUTSIDE_SETTINGS = ("add, rename, remove or repair outside agents", "Settings (%conch outside)")
@@ -106,7 +110,10 @@ class OutsideAgentRepairHandler(ConchHandler):
     @authorized
     async def post(self, outside_id: str) -> None:
         body = self.body(RepairIn) if self.request.body else RepairIn()
-        agent = await self.conch.outside.repair_one(outside_id, accept_key=body.accept_key)
+        seen = body.thumbprint if "thumbprint" in body.model_fields_set else ANY_KEY
+        agent = await self.conch.outside.repair_one(
+            outside_id, accept_key=body.accept_key, seen=seen
+        )
         self.conch.rounds.names_changed()
         self.reply(agent.to_public())
 

@@ -197,7 +197,10 @@ class SettingsWidget(KernelWidget):
 
     async def _accept_outside_key(self, content: dict[str, Any]) -> None:
         async def work() -> None:
-            await self.client().accept_outside_key(str(content.get("id")))
+            seen = content.get("thumbprint")
+            await self.client().accept_outside_key(
+                str(content.get("id")), seen if isinstance(seen, str) else None
+            )
             await self._load("outside", self.client().outside)
 
         await self._act("outside.accept_key", "outside", work)

@@ -853,9 +853,13 @@ def test_settings_outside_agents_ask_for_a_name_rename_and_say_a_clash(page: Pag
     accept = rows.nth(2).get_by_role("button", name="Accept the key Bare's card now shows")
     expect(accept).to_have_text("Accept it unsigned")
     accept.click()
-    assert sent(page)[-1] == {"type": "outside.accept_key", "id": "bare"}
+    assert sent(page)[-1] == {"type": "outside.accept_key", "id": "bare", "thumbprint": None}
     rows.nth(0).get_by_role("button", name="Accept the key Field Scout's card now shows").click()
-    assert sent(page)[-1] == {"type": "outside.accept_key", "id": "helper"}
+    assert sent(page)[-1] == {
+        "type": "outside.accept_key",
+        "id": "helper",
+        "thumbprint": "ZyXwVuTsRqPoNm",
+    }
     accepted = {**changed, "signed": {**changed["key_change"], "verified": True}}
     update(page, {"outside": [{**accepted, "key_change": None, "signature_problem": None}]})
     expect(rows.nth(0).locator(".conch-signed")).to_have_text("signed · key ZyXwVuTsRq…")

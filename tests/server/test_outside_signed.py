@@ -191,11 +191,15 @@ def test_a_card_no_longer_signed_is_not_called_until_accepted_unsigned(
 ) -> None:
     async def work(outside: OutsideAgents) -> Any:
         added = await outside.add(signed.address)
+        first = key_of(signed)
         signed.signing_key = None
         with pytest.raises(OutsideError) as refused:
             await outside.ask(added.id, "Hello", None)
         held = outside.get(added.id)
-        accepted = await outside.repair_one(added.id, accept_key=True)
+        with pytest.raises(OutsideError) as not_seen:  # the user was shown "not signed"
+            await outside.repair_one(added.id, accept_key=True, seen=first.thumbprint)
+        assert not_seen.value.code == "key_changed"
+        accepted = await outside.repair_one(added.id, accept_key=True, seen=None)
         await outside.ask(added.id, "Hello again", None)
         return refused.value, held, accepted
 
@@ -266,7 +270,16 @@ async def test_accepting_a_key_through_the_api_is_the_users_alone(
     assert (await api("GET", f"outside/{added['id']}"))[1] == row  # the kernel changed nothing
     status, answer = await api("POST", path, {"accept_key": "yes please"})
     assert (status, answer["error"]["code"]) == (400, "invalid")
-    status, accepted = await api("POST", path, {"accept_key": True})
+    # A key other than the one the user was shown is not accepted: the card changed again.
+    status, answer = await api("POST", path, {"accept_key": True, "thumbprint": "Xy" * 20})
+    assert (status, answer["error"]["code"]) == (409, "key_changed")
+    assert answer["error"]["message"] == (
+        f"Helper's card now shows key {key_of(signed).short}, not the key XyXyXyXyXy… you were "
+        "shown: look at it again before you accept it."
+    )
+    assert (await api("GET", f"outside/{added['id']}"))[1] == row
+    body = {"accept_key": True, "thumbprint": key_of(signed).thumbprint}
+    status, accepted = await api("POST", path, body)
     assert status == 200, accepted
     assert accepted["signed"] == {
         "verified": True,

@@ -50,6 +50,7 @@ class OutsideError(ConchError):
         "invalid_name": 400,
         "refused": 400,
         "policy": 403,  # the administrator's policy does not allow its host
+        "key_changed": 409,  # a key to accept that is not the one the user was shown
     }
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:

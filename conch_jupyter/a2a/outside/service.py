@@ -64,6 +64,7 @@ from .signatures import Pinning, accepted, after_read
 
 __all__ = ["OutsideAgent", "OutsideAgents", "OutsideError"]
 
+ANY_KEY: Any = object()  # repair_one: accept whichever key the card shows
 _RESERVED_IDS = frozenset({"repair"})  # /outside/repair is a path of its own
 _STATE_PROBLEMS = {
     "TASK_STATE_AUTH_REQUIRED": ("auth_required", "wants you to sign in with it first"),
@@ -388,26 +389,43 @@ class OutsideAgents:
         await asyncio.gather(*(self._repair(a) for a in failing))
         return self.list()
 
-    async def repair_one(self, outside_id: str, *, accept_key: bool = False) -> OutsideAgent:
+    async def repair_one(
+        self, outside_id: str, *, accept_key: bool = False, seen: str | Any | None = ANY_KEY
+    ) -> OutsideAgent:
         """Repair one agent; with `accept_key`, first accept the key its card shows now (or its
-        being no longer signed) in place of the one pinned. A signature that does not check
-        out is never accepted (OutsideError `bad_signature`)."""
+        being no longer signed) in place of the one pinned — only if it is the key the user was
+        shown (`seen`: its thumbprint, None for "not signed"), when that is given. A signature
+        that does not check out is never accepted (OutsideError `bad_signature`), nor a key
+        other than the one seen (`key_changed`, 409)."""
         agent = self.get(outside_id)
-        await self._repair(agent, accept_key=accept_key)
+        await self._repair(agent, accept_key=accept_key, seen=seen)
         agent = self.get(outside_id)
-        if accept_key and agent.signature_problem is not None and agent.key_change is None:
+        if accept_key and agent.signature_problem is not None:
+            if agent.key_change is None:
+                raise OutsideError(
+                    "bad_signature", f"There is no key to accept: {agent.signature_problem}"
+                )
+            shown = agent.key_change.thumbprint or None
             raise OutsideError(
-                "bad_signature",
-                f"There is no key to accept: {agent.signature_problem}",
+                "key_changed",
+                f"{agent.name}'s card now shows {_key_words(shown)}, not the "
+                f"{_key_words(seen)} you were shown: look at it again before you accept it.",
             )
         return agent
 
-    async def _repair(self, agent: OutsideAgent, *, accept_key: bool = False) -> None:
+    async def _repair(
+        self, agent: OutsideAgent, *, accept_key: bool = False, seen: str | Any | None = ANY_KEY
+    ) -> None:
         try:
             async with self._client(agent.home, self._list.key(agent.id)) as client:
                 found = await self._read_card(client, agent)
                 pinning = after_read(agent.name, agent.pinning, found.signed)
-                if accept_key and found.signed.problem is None:
+                shown = found.signed.key.thumbprint if found.signed.key else None
+                if (
+                    accept_key
+                    and found.signed.problem is None
+                    and (seen is ANY_KEY or seen == shown)
+                ):
                     pinning = accepted(found.signed)
                 self._list.update(agent.id, **pinning_fields(pinning))
                 if pinning.problem is not None:
@@ -442,6 +460,12 @@ class OutsideAgents:
         error = OutsideError(code, f"{agent.name} {words}.", answered=answered)
         self._list.update(agent.id, last_problem=error.message)
         return error
+
+
+def _key_words(thumbprint: str | Any | None) -> str:
+    if thumbprint is ANY_KEY or thumbprint is None:
+        return "no signature" if thumbprint is None else "a key"
+    return f"key {str(thumbprint)[:10]}…"
 
 
 def _outcome(result: Any) -> Outcome:
