@@ -288,7 +288,7 @@ def sign(
     card: dict[str, Any], key: ec.EllipticCurvePrivateKey, kid: str, jku: str
 ) -> dict[str, str]:
     """An AgentCardSignature over `card` as a 1.0 reader parses it."""
-    payload = signed_forms(card)[0].payload
+    payload = canonical_json(stripped(as_v1(card)) or {})  # signed_forms' first
     header = {"typ": "JOSE", "kid": kid, "jku": jku}
     token = jwt.api_jws.encode(payload, key, algorithm=DOOR_ALGORITHM, headers=header)
     protected, _, signature = token.split(".")
