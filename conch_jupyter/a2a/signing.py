@@ -192,7 +192,8 @@ def as_v1(card: dict[str, Any]) -> dict[str, Any]:
     security = card.pop("security", None)
     if "securityRequirements" not in card and isinstance(security, list):
         card["securityRequirements"] = _requirements(security)
-    for skill in card.get("skills") or []:
+    skills = card.get("skills")
+    for skill in skills if isinstance(skills, list) else []:
         if isinstance(skill, dict):
             old = skill.pop("security", None)
             if "securityRequirements" not in skill and isinstance(old, list):
@@ -201,7 +202,7 @@ def as_v1(card: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(schemes, dict):
         return card
     for name, scheme in list(schemes.items()):
-        if isinstance(scheme, dict) and scheme.get("type") in _SCHEME_TYPES:
+        if isinstance(scheme, dict) and str(scheme.get("type")) in _SCHEME_TYPES:
             scheme = dict(scheme)
             wrapper = _SCHEME_TYPES[scheme.pop("type")]
             if wrapper == "apiKeySecurityScheme" and "in" in scheme:
@@ -332,7 +333,7 @@ def _read(entry: Any) -> Signature | SignatureError:
     if not isinstance(header, dict):
         return SignatureError("has a protected header that is not an object")
     alg, kid, jku = header.get("alg"), header.get("kid"), header.get("jku")
-    if alg not in ALGORITHMS:
+    if not isinstance(alg, str) or alg not in ALGORITHMS:
         return SignatureError(f"uses an algorithm Conch does not accept ({str(alg)[:20]})")
     if not isinstance(kid, str) or not kid:
         return SignatureError("names no key (no kid)")

@@ -18,7 +18,7 @@ from a2a.utils.signing import (
 )
 from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import json_format
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from jwt import PyJWK
 
@@ -148,3 +148,41 @@ def test_the_thumbprint_is_rfc_7638s() -> None:
     _, jwk = keys()
     assert jwk["kid"] == signing.thumbprint(jwk)
     assert "d" not in jwk
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "signatures",
+                "url",
+                "security",
+                "name",
+                "skills",
+                "securitySchemes",
+                "supportsAuthenticatedExtendedCard",
+                "additionalInterfaces",
+                "capabilities",
+            ]
+        ),
+        json_values,
+    )
+)
+@example({"skills": 5})
+@example({"capabilities": 5, "supportsAuthenticatedExtendedCard": True})
+@example({"url": 5, "additionalInterfaces": [5, {"url": None}]})
+@example({"securitySchemes": {"a": {"type": "apiKey", "in": 5}, "b": 5}, "security": [5, {}]})
+@example({"signatures": [5, {"protected": 5}, {"protected": "e30", "signature": ""}]})
+@example({"name": 2**60, "securitySchemes": {"a": {"type": []}}})
+@example({"signatures": [{"protected": "eyJhbGciOltdLCJraWQiOiJrIn0", "signature": "x"}]})
+def test_any_card_is_read_or_refused_in_words(card: dict[str, Any]) -> None:
+    """Whatever a card holds, reading its signatures and its signed forms ends in a result or a
+    SignatureError, never another exception."""
+    for read in signing.signatures_of(card):
+        assert isinstance(read, signing.Signature | signing.SignatureError)
+    try:
+        forms = signing.signed_forms(card)
+    except signing.SignatureError:
+        return
+    assert forms
+    assert all(isinstance(f.payload, bytes) for f in forms)
