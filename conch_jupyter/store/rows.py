@@ -89,7 +89,7 @@ class Message:
         if self.role in SEALED_ROLES:
             # Drawn sealed here, whichever way the message goes out (a snapshot, the live
             # stream): a view inserts this HTML and never turns anyone's Markdown into DOM.
-            data["html"] = render_markdown(self.text)
+            data["html"] = render_markdown(self.text, lines=self.role == "user")
         if self.tool is not None:
             data.update(self.tool, output=self.text)
         if self.round is not None:
