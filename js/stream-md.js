@@ -57,9 +57,12 @@ export function inlinePieces(line) {
 const BULLET = /^(\s*)([-*+]|(\d+)[.)])\s+/;
 const HEADING = /^(#{1,6})\s+/;
 const FENCE = /^\s*(```|~~~)/;
+const QUOTE = /^\s{0,3}> ?/;
+// A line that ends in two spaces (or a backslash) breaks there, as CommonMark has it.
+const HARD_BREAK = /(?: {2,}|\\)$/;
 
 /**
- * @typedef {{kind: "p", lines: string[]}
+ * @typedef {{kind: "p" | "quote", lines: string[]}
  *   | {kind: "list", ordered: boolean, start: number, items: string[][]}
  *   | {kind: "heading", level: number, text: string}
  *   | {kind: "code", text: string}} Block
@@ -67,8 +70,9 @@ const FENCE = /^\s*(```|~~~)/;
 
 /**
  * A paragraph of a streaming reply as the blocks it will settle into (issue 32): lines of text
- * are a paragraph, bullets a list (an item's next unmarked line goes on in it), `#` lines
- * headings, fenced lines code (a fence still open runs to the end of the text so far). So a
+ * are a paragraph, bullets a list (an item's next unmarked line goes on in it), `>` lines a
+ * quote, `#` lines headings, fenced lines code (a fence still open runs to the end of the text
+ * so far). So a
  * list is a list while it streams, not "•" text that jumps into one when it settles.
  * @param {string} text @returns {Block[]}
  */
@@ -108,6 +112,16 @@ export function blocksOf(text) {
       }
       continue;
     }
+    const quoted = QUOTE.exec(line);
+    if (quoted) {
+      const rest = line.slice(quoted[0].length);
+      if (last?.kind === "quote" && open === last.lines) open.push(rest);
+      else {
+        open = [rest];
+        blocks.push({ kind: "quote", lines: open });
+      }
+      continue;
+    }
     const heading = HEADING.exec(line);
     if (heading) {
       blocks.push({ kind: "heading", level: heading[1].length, text: line.slice(heading[0].length) });
@@ -128,21 +142,30 @@ function inline(line) {
   return inlinePieces(line).map((p) => (p.kind === "text" ? document.createTextNode(p.text) : h(p.kind, { text: p.text })));
 }
 
-/** Lines that go on in one paragraph, as the settled HTML has them (a line end between). @param {string[]} lines */
+/**
+ * Lines that go on in one paragraph, as the settled HTML has them: a line end between, or a line
+ * break where a line ends in two spaces.
+ * @param {string[]} lines
+ */
 function inlineLines(lines) {
-  return lines.flatMap((line, i) => (i ? [document.createTextNode("\n"), ...inline(line)] : inline(line)));
+  return lines.flatMap((line, i) => {
+    const before = i === 0 ? [] : HARD_BREAK.test(lines[i - 1]) ? [h("br")] : [document.createTextNode("\n")];
+    return [...before, ...inline(line.replace(HARD_BREAK, ""))];
+  });
 }
 
 /**
  * Draw one paragraph of a streaming reply into `block` from its Markdown text so far, as the
- * elements the settled reply will have (p, ul/ol and li, h1-h6, pre and code).
+ * elements the settled reply will have (p, ul/ol and li, blockquote, h1-h6, pre and code).
  * @param {HTMLElement} block @param {string} text
  */
 export function drawParagraph(block, text) {
   const nodes = blocksOf(text).map((b) => {
     if (b.kind === "p") return h("p", {}, ...inlineLines(b.lines));
+    if (b.kind === "quote") return h("blockquote", {}, h("p", {}, ...inlineLines(b.lines)));
     if (b.kind === "heading") return h(`h${b.level}`, {}, ...inline(b.text));
     if (b.kind === "code") return h("pre", {}, h("code", { text: b.text }));
+    if (b.kind !== "list") return h("p");
     const items = b.items.map((lines) => h("li", {}, ...inlineLines(lines)));
     return h(b.ordered ? "ol" : "ul", b.ordered && b.start !== 1 ? { start: String(b.start) } : {}, ...items);
   });

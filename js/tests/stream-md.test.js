@@ -58,4 +58,9 @@ test("a streaming paragraph takes the structure it settles into: a list is a lis
     { kind: "p", lines: ["after"] },
   ]);
   assert.deepEqual(blocksOf("-"), [{ kind: "p", lines: ["-"] }]); // a lone mark: no item yet
+  assert.deepEqual(blocksOf("You asked:\n\n> first  \n> second  \nA few things:\n- a"), [
+    { kind: "p", lines: ["You asked:"] },
+    { kind: "quote", lines: ["first  ", "second  ", "A few things:"] },
+    { kind: "list", ordered: false, start: 1, items: [["a"]] },
+  ]);
 });
