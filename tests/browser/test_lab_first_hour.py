@@ -9,6 +9,8 @@ done as a person does it: keys typed, what is seen clicked, the page looked at.
   the chat, the sentence never a word a line, Limit beside the spend where there is room (item 3).
 - A message written over lines (Shift+Enter) keeps them on screen and in what the agent answers;
   the reply's list is a list while it streams, and its label is whole (item 7).
+- JupyterLab's Create New View for Cell Output and New View for Notebook each give a chat that is
+  read, written and answered there (item 4; JupyterLab dark).
 
 JupyterLab is seen light and Notebook 7 dark in the Settings and lines tests, the other way round
 in the header's. No console errors.
@@ -37,7 +39,7 @@ from ..support.lab import (
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 CELLS = ("%load_ext conch_jupyter\n%conch",)
-NAMES = ("first-lab", "first-7", "head-lab", "head-7")
+NAMES = ("first-lab", "first-7", "head-lab", "head-7", "views")
 APPS = [
     pytest.param("lab/tree", False, id="jupyterlab-light"),
     pytest.param("notebooks", True, id="notebook7-dark"),
@@ -313,6 +315,55 @@ def test_the_header_lays_out_from_320_px_to_full_width(
         assert_laid_out(head_layout(page, chat), limit_beside_spend=width >= 600)
         chat.locator(".conch-head").get_by_role("button", name="Read").click()
     chat.locator(".conch-head").get_by_role("button", name="Ask").click()
+    set_theme(page, False)
+    assert console.errors == []
+    page.context.close()
+
+
+def test_jupyterlabs_new_views_give_a_working_chat(browser: Browser, lab: Lab) -> None:
+    """JupyterLab's own second views (issue 32, item 4): the cell output's new view and the
+    notebook's new view each draw the chat in full, and it is read, written and answered there."""
+    page, chat = open_chat(browser, lab, "lab/tree", "views", dark=True)
+    console = Console(page)
+    # Right-click the chat's output: Create New View for Cell Output.
+    chat.locator(".conch-head-title").click(button="right")
+    page.get_by_role("menuitem", name="Create New View for Cell Output").click()
+    beside = page.locator(".jp-LinkedOutputView .conch-chat")
+    expect(beside).to_have_count(1, timeout=30_000)
+    expect(beside).to_have_attribute("data-source", "server", timeout=30_000)
+    expect(page.locator(".jp-LinkedOutputView .conch-elsewhere")).to_have_count(0)
+    # Written there: a run that asks, answered there; the notebook's own chat shows it too.
+    beside.locator(".conch-input").click()
+    page.keyboard.type("@Writer please run this:")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("```python")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("seen_beside = 3")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("```")
+    page.keyboard.press("Enter")
+    approval = beside.locator(".conch-approval")
+    expect(approval).to_have_count(1, timeout=60_000)
+    expect(chat.locator(".conch-approval")).to_have_count(1)
+    page.screenshot(path=screenshot_path("views-output-beside"))
+    approval.get_by_role("button", name="Run", exact=True).click()
+    expect(approval).to_have_count(0, timeout=30_000)
+    expect(chat.locator(".conch-approval")).to_have_count(0, timeout=30_000)
+    expect(beside.locator(".conch-tool[data-tool=run_code] summary")).to_have_text(
+        "Writer · code · ran", timeout=60_000
+    )
+    expect(chat.locator(".conch-user")).to_contain_text("please run this")
+    # File → New View for Notebook: the second panel draws the chat in full too.
+    chat.locator(".conch-head-title").click()
+    page.get_by_role("menuitem", name="File", exact=True).click()
+    page.get_by_role("menuitem", name="New View for Notebook").click()
+    panels = page.locator(".jp-NotebookPanel")
+    expect(panels).to_have_count(2, timeout=30_000)
+    second = panels.nth(1).locator(".conch-chat")
+    expect(second).to_have_count(1, timeout=60_000)
+    expect(second.locator(".conch-user")).to_contain_text("please run this", timeout=30_000)
+    expect(second.locator(".conch-input")).to_be_editable()
+    page.screenshot(path=screenshot_path("views-notebook-second"))
     set_theme(page, False)
     assert console.errors == []
     page.context.close()
