@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { acpAnnouncement, acpHead, kindWords } from "../acp.js";
+import { acpAnnouncement, acpHead, acpOutputParts, kindWords } from "../acp.js";
 import { envOf } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
@@ -53,4 +53,24 @@ test("a coding agent's environment: one NAME=value a line, and a line that canno
     problem: "Environment line 1 (“MY KEY=1”) does not start with a NAME (letters, digits and _): write NAME=value, one a line.",
   });
   assert.deepEqual(envOf(""), { env: {} });
+});
+
+test("a coding agent's output reads once: its fenced blocks as code, the raw copy after them left out", () => {
+  assert.deepEqual(acpOutputParts("$ ls\n```console\na.py\nb.py\n```\na.py\nb.py"), [
+    { kind: "text", text: "$ ls" },
+    { kind: "code", text: "a.py\nb.py" },
+  ]);
+  assert.deepEqual(acpOutputParts("Read it.\n````md\n```inner```\n````\nafter"), [
+    { kind: "text", text: "Read it." },
+    { kind: "code", text: "```inner```" },
+    { kind: "text", text: "after" },
+  ]);
+  // The raw copy after the path the call read (what a read line holds: content, path, output).
+  assert.deepEqual(acpOutputParts("```console\n3 rows\n```\ndata.csv\n3 rows"), [
+    { kind: "code", text: "3 rows" },
+    { kind: "text", text: "data.csv" },
+  ]);
+  // A fence still open runs to the end; text with no fence is one part.
+  assert.deepEqual(acpOutputParts("```\nx = 1"), [{ kind: "code", text: "x = 1" }]);
+  assert.deepEqual(acpOutputParts("plain\nlines"), [{ kind: "text", text: "plain\nlines" }]);
 });
