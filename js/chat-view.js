@@ -33,7 +33,7 @@ const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", 
  */
 export function emptyWords(mentions) {
   const ours = mentions.filter((m) => !m.outside).map((m) => m.name);
-  if (!ours.length) return "Nothing here yet. Add an agent in Settings (%conch agents), then write to it here.";
+  if (!ours.length) return "Nothing here yet. Add an agent in Settings (in this chat's header, or %conch agents), then write to it here.";
   const who = ours.length === 1 ? ours[0] : `${ours.slice(0, -1).join(", ")} or ${ours[ours.length - 1]}`;
   return `Nothing here yet. Write a message below: type @ to choose who answers (${who}), or just write and ${ours.length === 1 ? "it answers" : "one of them answers"}. Enter sends.`;
 }
