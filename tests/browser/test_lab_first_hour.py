@@ -92,7 +92,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def open_chat(browser: Browser, lab: Lab, app: str, name: str, dark: bool) -> tuple[Page, Locator]:
-    page = open_notebook(browser, f"{lab.url}{app}/{name}.ipynb?token={lab.token}")
+    # A JupyterLab workspace of its own: the default one would bring back the notebooks (and
+    # views) an earlier test left open.
+    where = f"lab/workspaces/{name}/tree" if app.startswith("lab") else app
+    page = open_notebook(browser, f"{lab.url}{where}/{name}.ipynb?token={lab.token}")
     set_theme(page, dark)
     run_all(page)
     chat = page.locator(".conch-chat").first
