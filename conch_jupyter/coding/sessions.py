@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -41,19 +42,28 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
-from .mcp import SERVER_NAME, McpBinding, McpEndpoint
+from .mcp import McpBinding, McpEndpoint
 from .rules import (
     CANCEL_GRACE_SECONDS,
     QUIET_SECONDS,
     REFUSED_WORDS,
+    SERVER_NAME,
     START_SECONDS,
     TOOL_LINES,
+    AskingSetup,
+    about_of,
+    acted_unasked,
+    asking_setup,
     child_env,
     chosen_option,
     command_refusal,
+    conch_tool,
     detail_of,
+    mode_to_leave,
+    no_read_turn,
     permission,
     tool_state,
+    unasked_words,
     workdir,
 )
 
@@ -63,6 +73,7 @@ ACP = "acp"  # the tool name of every line an ACP agent's work leaves in the cha
 # All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
 REPLY_CHARS = 2_000_000
 STDERR_LINE = 2_000
+_LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line: a long diff is one long line
 _TICK = 0.25  # how often a waiting turn looks whether the agent went quiet
 
 
@@ -88,6 +99,9 @@ class _Tool:
     output: str = ""
     logged: bool = False  # its line is in the chat (an ended call, refused or skipped)
     ending: Ending | None = None  # decided by Conch: refused / skipped
+    asked: bool = False  # it came through a permission question
+    about: str = ""  # the agent's own words about it (shown apart from the detail)
+    conch: str | None = None  # the notebook tool Conch offers over MCP that it is, if any
 
 
 @dataclass
@@ -105,6 +119,9 @@ class _Turn:
     asking: int = 0  # questions waiting for the user: the quiet clock does not run
     stopping: bool = False
     flooded: bool = False
+    unasked: _Tool | None = (
+        None  # a change it made without asking, where the chat wanted a question
+    )
     tainted: bool = False
     cost_usd: float | None = None
     writes: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -124,6 +141,7 @@ class _Session:
     turn: _Turn | None = None
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     dead: bool = False
+    stopped: bool = False  # a turn of it was stopped: what it still sends belongs to no turn
     cost_seen: float = 0.0  # the session's cumulative cost as the agent last reported it
     mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
     binding: McpBinding | None = None
@@ -213,7 +231,12 @@ class CodingAgents:
         """One turn of `agent` in the chat: one `session/prompt`. `fresh_text(heard)` gives the
         prompt's text and the newest message's id: the recent chat for a new session (None),
         else what came after the last message this session was given.
-        Raises ProviderError (words) when the agent cannot start, crashes or hangs."""
+        Raises ProviderError (words) when the agent cannot start, crashes or hangs, acts without
+        asking where the chat wanted a question, or may not take a turn in a Read chat."""
+        conversation = self.store.get_conversation(conversation_id)
+        setup = asking_setup(provider.command, provider.args)
+        if setup is None and conversation is not None and conversation.mode == "read":
+            raise ProviderError(no_read_turn(agent.name))
         session = await self._session(conversation_id, agent, provider, path)
         turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
         session.turn = turn
@@ -228,8 +251,13 @@ class CodingAgents:
         try:
             while True:
                 done, _ = await asyncio.wait({prompt}, timeout=_TICK)
-                if done and not turn.flooded:
+                if done and not turn.flooded and turn.unasked is None:
                     break
+                if turn.unasked is not None:
+                    self._end_turn(session, turn, prompt)
+                    self._mark_unasked(session.agent)
+                    what = _what_it_ran(turn.unasked)
+                    raise ProviderError(unasked_words(agent.name, what))
                 if turn.flooded:
                     self._end_turn(session, turn, prompt)
                     raise ProviderError(
@@ -288,8 +316,13 @@ class CodingAgents:
         await asyncio.gather(*ending, return_exceptions=True)
 
     def card(self, agent_id: str) -> dict[str, Any] | None:
-        """What the agent's card in Settings says of its last start (None: not started yet)."""
+        """What the agent's card in Settings says of its last start (None: not started yet), and
+        `acts_unasked` once it changed something without asking where a question was wanted."""
         return self.status.get(agent_id)
+
+    def _mark_unasked(self, agent_id: str) -> None:
+        self.status.setdefault(agent_id, {"started": True, "problem": None})
+        self.status[agent_id]["acts_unasked"] = True
 
     # --- the session ---
 
@@ -303,6 +336,12 @@ class CodingAgents:
             if session is not None and session.ending is not None:
                 await asyncio.wait({session.ending})  # Stop's grace: it ends or is ended
                 session = self._sessions.get(key)
+            if session is not None and session.stopped and not session.dead:
+                # After Stop an adapter may still send the stopped turn's words, even as the
+                # answer to the next prompt (claude-agent-acp does): that session is closed, and
+                # the chat's next turn opens a new one given the history.
+                self._kill(session)
+                session = None
             if session is not None and not session.dead and session.process.returncode is None:
                 return session
             if session is not None:
@@ -319,20 +358,27 @@ class CodingAgents:
             raise ProviderError(f"{agent.name} cannot start: {refusal}")
         cwd = workdir(self.root_dir, path)
         base = os.environ if self.base_env is None else self.base_env
-        env = child_env(base, provider.env, self.secrets())
+        setup = asking_setup(provider.command, provider.args)
+        env = child_env(
+            base, {**(provider.env or {}), **(setup.env if setup else {})}, self.secrets()
+        )
         client = _Client(self)
         stack = AsyncExitStack()
         started = self.clock()
         try:
-            conn, process = await stack.enter_async_context(
-                acp.spawn_agent_process(
-                    cast(Any, client),  # it answers only what Conch declares (see _Client)
-                    provider.command,
-                    *provider.args,
-                    env=env,
-                    cwd=cwd,
-                    transport_kwargs={"stderr": asyncio.subprocess.PIPE},
-                )
+            # A process group of its own: an npm wrapper's native binary (codex-acp) and every
+            # child it starts end with it (_kill ends the group).
+            process = await asyncio.create_subprocess_exec(
+                provider.command,
+                *provider.args,
+                *(setup.args if setup else ()),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                limit=_LINE_LIMIT,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
             await stack.aclose()
@@ -343,6 +389,11 @@ class CodingAgents:
             )
             self.status[agent.id] = {"started": False, "problem": words}
             raise ProviderError(f"{agent.name} could not start: {words}.") from None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        conn = acp.connect_to_agent(cast(Any, client), process.stdin, process.stdout)
+        stack.push_async_callback(_reap, process)  # last: after the connection's close
+        stack.push_async_callback(_close_connection, conn)
         session = _Session(chat, agent.id, agent.name, stack, conn, process)
         client.session = session
         if process.stderr is not None:
@@ -350,7 +401,8 @@ class CodingAgents:
             stack.push_async_callback(_stop_task, reading)
         try:
             await asyncio.wait_for(
-                self._open(session, cwd, Caller(agent.id, agent.name)), timeout=self.start_seconds
+                self._open(session, cwd, Caller(agent.id, agent.name), setup),
+                timeout=self.start_seconds,
             )
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
             why = (
@@ -373,16 +425,42 @@ class CodingAgents:
         }
         return session
 
-    async def _open(self, session: _Session, cwd: str, caller: Caller) -> None:
+    async def _open(
+        self, session: _Session, cwd: str, caller: Caller, setup: AskingSetup | None
+    ) -> None:
         hello = await session.conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(),
             client_info=schema.Implementation(name="conch-jupyter", version="0.1.0"),
         )
         made = await session.conn.new_session(
-            cwd=cwd, mcp_servers=self._mcp_servers(session, hello, caller)
+            cwd=cwd,
+            mcp_servers=self._mcp_servers(session, hello, caller),
+            **(setup.meta if setup else {}),
         )
         session.session_id = made.session_id
+        await self._leave_skipping_mode(session, made)
+
+    async def _leave_skipping_mode(self, session: _Session, made: Any) -> None:
+        """An agent that starts in a mode that skips questions (its user's `defaultMode`) is
+        moved out of it, through its session modes or its `mode` config option."""
+        modes = getattr(made, "modes", None)
+        if modes is not None:
+            offered = [str(m.id) for m in modes.available_modes]
+            target = mode_to_leave(str(modes.current_mode_id), offered)
+            if target is not None:
+                await session.conn.set_session_mode(mode_id=target, session_id=session.session_id)
+                return
+        for option in getattr(made, "config_options", None) or ():
+            inner = getattr(option, "root", option)
+            if getattr(inner, "id", None) != "mode":
+                continue
+            values = [str(getattr(o, "value", "")) for o in getattr(inner, "options", ()) or ()]
+            target = mode_to_leave(str(getattr(inner, "current_value", "")), values)
+            if target is not None:
+                await session.conn.set_config_option(
+                    config_id="mode", session_id=session.session_id, value=target
+                )
 
     def _mcp_servers(self, session: _Session, hello: Any, caller: Caller) -> list[Any]:
         """The notebook's tools for this session, when the agent takes MCP over HTTP and the
@@ -415,6 +493,10 @@ class CodingAgents:
         if session.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 session.process.kill()
+        # Its whole group too (an npm wrapper's native binary, the shells it started), even when
+        # the leader is already gone.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(session.process.pid, signal.SIGKILL)
         task = asyncio.ensure_future(_close_quietly(session.stack))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
@@ -430,6 +512,7 @@ class CodingAgents:
         `cancelled` (they see `stopping`), the process ended if the prompt has not ended after
         the grace."""
         turn.stopping = True
+        session.stopped = True
         if session.dead:
             return
         wait = self.grace_seconds if grace is None else grace
@@ -482,6 +565,7 @@ class CodingAgents:
             tool = self._tool(turn, update)
             if tool.kind == "fetch" and tool.status != "failed":
                 self._taint(session, turn)
+            self._watch(turn, tool)
             if tool.status in ("completed", "failed") and not tool.logged:
                 self._line(turn, tool, tool_state(tool.status, stopped=False))
         elif kind == "plan":
@@ -493,6 +577,24 @@ class CodingAgents:
             cost = getattr(update, "cost", None)
             if cost is not None and str(cost.currency).upper() == "USD" and cost.amount >= 0:
                 turn.cost_usd = float(cost.amount)
+
+    def _watch(self, turn: _Turn, tool: _Tool) -> None:
+        """Trust, but watch: a changing call it runs without having asked, where the chat wanted
+        a question, ends the turn (take() says so in words)."""
+        if tool.conch is not None or turn.unasked is not None:
+            return  # Conch's own tools judge themselves, each call
+        conversation = self.store.get_conversation(turn.conversation_id)
+        if conversation is None:
+            return
+        tainted = turn.tainted or conversation.tainted is not None
+        if acted_unasked(
+            mode=conversation.mode,
+            tainted=tainted,
+            kind=tool.kind,
+            status=tool.status,
+            asked=tool.asked,
+        ):
+            turn.unasked = tool
 
     def _tool(self, turn: _Turn, update: Any) -> _Tool:
         tool_id = clean_text(str(update.tool_call_id))[:100]
@@ -507,11 +609,21 @@ class CodingAgents:
             tool.kind = str(update.kind)
         if update.status:
             tool.status = str(update.status)
-        detail = detail_of(update.raw_input, update.content, update.locations)
+        detail = detail_of(update.raw_input, update.content, update.locations, tool.title)
         # A later update (the permission question's own copy) may carry less than the start
         # did: the diff stays unless the new one shows content of its own.
-        if detail and (not tool.detail or update.content):
+        # A command beats a bare path (OpenCode first reports only its folder).
+        command = detail.startswith("$ ") and not tool.detail.startswith("$ ")
+        if detail and (not tool.detail or update.content or command):
             tool.detail = clean_text(detail)
+        about = about_of(update.raw_input)
+        if about:
+            tool.about = clean_text(about)
+        meta = getattr(update, "field_meta", None) or {}
+        named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
+        found = conch_tool(tool.title, named if isinstance(named, str) else None, update.raw_input)
+        if found is not None:
+            tool.conch = found
         output = getattr(update, "raw_output", None)
         if output is not None:
             tool.output = clean_text(str(output))[:8_000]
@@ -534,6 +646,11 @@ class CodingAgents:
             return _cancelled()
         turn.heard = self.clock()
         tool = self._tool(turn, tool_call)
+        tool.asked = True
+        if tool.conch is not None:
+            # Conch's own notebook tool: its call is judged by the tool's own rule (the mode, the
+            # user's yes) when it reaches Conch over MCP; asking here too would ask twice.
+            return _selected(chosen_option(options, allow=True))
         if tool.kind == "fetch":
             self._taint(session, turn)
         await asyncio.gather(*turn.writes)  # the taint is stored before the mode is read
@@ -555,7 +672,7 @@ class CodingAgents:
             "name": turn.caller.name,
             "tool": ACP,
             "kind": tool.kind or "other",
-            "title": tool.title or "a tool call",
+            "title": _question_title(tool),
             "detail": tool.detail,
         }
         turn.asking += 1
@@ -619,6 +736,38 @@ class CodingAgents:
                 await self._log_now(turn, more, "ran", f"{turn.more} more lines were not kept.")
         except Exception:
             log.exception("Conch: %s's tool lines could not be stored", session.name)
+
+
+def _question_title(tool: _Tool) -> str:
+    """The question's heading: the agent's own words about the call when its title only repeats
+    the command (Claude's) or says nothing of it (a folder, OpenCode's); else its title."""
+    title = tool.title.strip()
+    command = tool.detail[2:].split("\n", 1)[0] if tool.detail.startswith("$ ") else ""
+    if tool.about and (not title or title == command or title in tool.detail or "/" in title):
+        return tool.about[:300]
+    return title or "a tool call"
+
+
+def _what_it_ran(tool: _Tool) -> str:
+    """The tool line as words: `the command` or the call's title."""
+    first = tool.detail.split("\n", 1)[0] if tool.detail else ""
+    if first.startswith("$ "):
+        return f"`{first[2:][:300]}`"
+    return f"“{(tool.title or tool.kind or 'a tool call')[:300]}”"
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Its pipes closed and its exit seen (_kill has ended its group), so nothing of it is left
+    for the event loop to close later."""
+    if process.stdin is not None:
+        process.stdin.close()
+    with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(process.wait(), timeout=5.0)
+
+
+async def _close_connection(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        await conn.close()
 
 
 async def _log_stderr(name: str, stderr: asyncio.StreamReader) -> None:

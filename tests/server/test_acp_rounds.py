@@ -108,7 +108,15 @@ async def test_an_acp_agent_is_kept_sealed_and_refused_at_the_door(api: Api) -> 
     assert "never seats it" in paired["error"]["message"]
     status, found = await api("GET", "acp/found")
     assert status == 200
-    assert {k["command"] for k in found["known"]} >= {"claude-code-acp", "codex-acp", "goose"}
+    known = {(k["command"], *k["args"]) for k in found["known"]}
+    assert known >= {
+        ("claude-agent-acp",),
+        ("claude-code-acp",),
+        ("codex-acp",),
+        ("gemini", "--acp"),
+        ("goose", "acp"),
+        ("opencode", "acp"),
+    }
 
 
 async def test_it_streams_runs_in_the_notebooks_folder_without_the_keys(
@@ -206,11 +214,8 @@ async def test_usage_it_reports_counts_against_the_round(api: Api) -> None:
 @pytest.mark.parametrize(
     ("mode", "kind", "expected"),
     [
-        ("read", "edit", "edit: no"),
-        ("read", "execute", "execute: no"),
-        ("read", "read", "read: yes"),
-        ("read", "fetch", "fetch: yes"),
         ("ask", "read", "read: yes"),
+        ("ask", "fetch", "fetch: yes"),
         ("auto", "edit", "edit: yes"),
         ("auto", "execute", "execute: yes"),
         ("auto", "delete", "delete: yes"),
@@ -311,6 +316,50 @@ async def test_after_an_outside_answer_every_permission_asks(api: Api) -> None:
     chat = await settled(api, chat_id, 30)
     assert replies(chat) == ["edit: no"]
     assert chat["mode"] == "auto"
+
+
+async def test_an_agent_conch_cannot_make_ask_gets_no_turn_in_read(api: Api) -> None:
+    """The scripted agent is no agent Conch knows a setting of (issue 31): Read could not hold
+    it, so it gets no turn there, said in words (the real adapters: test_real_agents.py)."""
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="read")
+    await say(api, chat_id, "@Coder acp:edit")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == []
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert "Coder gets no turn in a Read chat" in notes[-1]
+    assert tool_lines(chat) == []
+
+
+@pytest.mark.parametrize("mode", ["ask", "tainted auto"])
+async def test_a_change_made_without_asking_ends_its_turn_in_words(
+    api: Api, jp_serverapp: Any, mode: str
+) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode=mode.split()[-1])
+    if mode == "tainted auto":
+        await say(api, chat_id, "@Coder acp:fetch")  # its own fetch taints the chat
+        await settled(api, chat_id, 30)
+    await say(api, chat_id, "@Coder acp:act")
+    chat = await settled(api, chat_id, 30)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert (
+        "Coder ran `rm -rf build` without asking you: its own settings allow it. Conch stopped"
+        " its turn." in notes[-1]
+    )
+    assert "acted" not in replies(chat)
+    assert ("execute", "rm -rf build", "ran") in tool_lines(chat)
+    _, agent = await api("GET", "agents/coder")
+    assert agent["acp"]["acts_unasked"] is True
+
+
+async def test_in_an_untainted_auto_chat_acting_unasked_is_its_right(api: Api) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="auto")
+    await say(api, chat_id, "@Coder acp:act")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["acted"]
+    assert ended(chat) == [(1, "done")]
 
 
 # --- Stop, crash, hang, flood ---
@@ -428,7 +477,7 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
     """The same registry the model agents get; each call goes through the chat's mode and the
     user's yes, in the notebook's own kernel; a key only the session holds opens the endpoint."""
     await add_coder(api)
-    chat_id = await coding_chat(api, mode="read", path=kernel.path)
+    chat_id = await coding_chat(api, mode="ask", path=kernel.path)
     await kernel.run("shared = 41")
     await say(api, chat_id, "@Coder acp:mcp list_variables {}")
     chat = await settled(api, chat_id, 30)
@@ -439,13 +488,13 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
     assert said.startswith(f"tools: {names}; list_variables (error=False):")
     assert "shared" in said
     await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1"}')
+    [entry] = await asking(api, chat_id)
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": False})
     chat = await settled(api, chat_id, 30)
     assert replies(chat)[-1].startswith(f"tools: {names}; run_code (error=True): Not run:")
-    assert "Read mode" in replies(chat)[-1]
     tools = [(m["tool"], m["state"]) for m in chat["messages"] if m["role"] == "tool"]
-    assert tools == [("list_variables", "ran"), ("run_code", "refused")]
-    # In Ask, a run asks the user first, with the code in full, like a model agent's run.
-    await api("PATCH", f"conversations/{chat_id}", {"mode": "ask"})
+    assert tools == [("list_variables", "ran"), ("run_code", "skipped")]
+    # A yes lets the run through, with the code in full, like a model agent's run.
     await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1; print(shared)"}')
     [entry] = await asking(api, chat_id)
     assert (entry["tool"], entry["agent"]) == ("run_code", "coder")

@@ -8,6 +8,8 @@ newest text a prompt holds) says what this turn does:
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
     acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
+    acp:act               run a command without asking (as an agent whose own settings allow
+                          it): report it started and done, then say "acted"
     acp:usage             report usage (tokens in the prompt's answer; in a usage update the
                           session's cumulative cost, $0.25 more each time)
     acp:think             a thought, a plan, a read tool call that completes, then a line
@@ -80,6 +82,19 @@ class ScriptedAgent:
         elif what in ("edit", "execute", "read", "fetch", "delete", "move", "search"):
             answer = await self._ask(session_id, what)
             await say(f"{what}: {answer}")
+        elif what == "act":
+            raw = {"command": "rm -rf build"}
+            await self.conn.session_update(
+                session_id,
+                acp.start_tool_call(
+                    "act-1", "rm -rf build", kind="execute", status="in_progress", raw_input=raw
+                ),
+            )
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("act-1", status="completed", raw_output="")
+            )
+            await asyncio.sleep(0.5)  # the watch ends the turn here
+            await say("acted")
         elif what == "usage":
             await say("Counted.")
             self.counted += 1

@@ -1,0 +1,224 @@
+"""The real ACP adapters (Claude Code's, Codex's, OpenCode's), installed from npm and pointed at
+a scripted model server on loopback: what the `adapters` tests and the ACP benchmark run.
+
+Owns three things:
+- `ensure_adapters()`: `npm ci` in tests/acp_adapters/ (its package.json and package-lock.json
+  pin each adapter) when its node_modules is missing or older than the lock file; one process
+  installs while the others (pytest-xdist) wait on a lock file.
+- `provider(name, models, home)`: the `{"kind": "acp", ...}` provider a user would add for that
+  adapter, with what it needs to run offline here (FIELD.md's quirks): its model server on
+  loopback, its own home in `home` (never the machine's settings), `IS_SANDBOX=1` for Claude Code
+  run as root.
+- `Script`: a model that asks for one tool call (a shell command, a file write) and, once the
+  tool's result is in the request, answers in words; in each adapter's own tool names.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .scripted_models import Reply, ScriptedModels
+
+ADAPTERS = Path(__file__).resolve().parent.parent / "acp_adapters"
+BIN = ADAPTERS / "node_modules" / ".bin"
+NAMES = ("claude", "codex", "opencode")
+COMMANDS = {"claude": "claude-agent-acp", "codex": "codex-acp", "opencode": "opencode"}
+
+
+def ensure_adapters() -> Path:
+    """The adapters' bin folder, installed from the lock file when missing (`npm ci`)."""
+    lock = ADAPTERS / "package-lock.json"
+    stamp = ADAPTERS / "node_modules" / ".conch-installed"
+    with open(ADAPTERS / ".install-lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        wanted = lock.read_text()
+        if (
+            stamp.exists()
+            and stamp.read_text() == wanted
+            and all((BIN / c).exists() for c in COMMANDS.values())
+        ):
+            return BIN
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("the real ACP adapters need Node 20+ and npm (CI has them)")
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=ADAPTERS,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"npm ci in tests/acp_adapters failed:\n{done.stderr[-3000:]}")
+        stamp.write_text(wanted)
+    return BIN
+
+
+def command(name: str) -> str:
+    return str(ensure_adapters() / COMMANDS[name])
+
+
+def provider(name: str, models: ScriptedModels, home: Path, **extra: Any) -> dict[str, Any]:
+    """The provider a user adds for this adapter, pointed at `models`, living in `home`."""
+    home.mkdir(parents=True, exist_ok=True)
+    quiet = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "TMPDIR": str(home / "tmp"),
+    }
+    (home / "tmp").mkdir(exist_ok=True)
+    if name == "claude":
+        env = {
+            **quiet,
+            "ANTHROPIC_BASE_URL": models.anthropic_url,
+            "ANTHROPIC_API_KEY": "sk-ant-scripted",
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            # This kind of machine exports IS_SANDBOX=yes and runs as root: the adapter then asks
+            # for a flag the CLI refuses as root unless IS_SANDBOX=1 (FIELD.md).
+            "IS_SANDBOX": "1",
+        }
+        body = {"command": command("claude"), "args": [], "env": env}
+    elif name == "codex":
+        codex_home = home / "codex"
+        codex_home.mkdir(exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            'model = "gpt-5.4"\n'
+            'model_provider = "scripted"\n'
+            "[model_providers.scripted]\n"
+            'name = "scripted"\n'
+            f'base_url = "{models.openai_url}"\n'
+            'env_key = "SCRIPTED_API_KEY"\n'
+            'wire_api = "responses"\n'
+        )
+        env = {**quiet, "CODEX_HOME": str(codex_home), "SCRIPTED_API_KEY": "sk-scripted"}
+        # Its own sandbox needs bubblewrap and namespaces this machine may not give; the user's
+        # choice of sandbox is theirs (Conch sets only when it asks).
+        args = ["-c", 'sandbox_mode="danger-full-access"']
+        body = {"command": command("codex"), "args": args, "env": env}
+    elif name == "opencode":
+        config = home / "opencode.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "$schema": "https://opencode.ai/config.json",
+                    "model": "scripted/m1",
+                    "provider": {
+                        "scripted": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Scripted",
+                            "options": {"baseURL": models.openai_url, "apiKey": "sk-scripted"},
+                            "models": {"m1": {"name": "m1", "tool_call": True}},
+                        }
+                    },
+                    "autoupdate": False,
+                    "share": "disabled",
+                }
+            )
+        )
+        env = {
+            **quiet,
+            "OPENCODE_CONFIG": str(config),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        }
+        body = {"command": command("opencode"), "args": ["acp"], "env": env}
+    else:
+        raise ValueError(f"no adapter called {name!r}")
+    body["env"] = {**body["env"], **extra.pop("env", {})}
+    return {"kind": "acp", **body, **extra}
+
+
+# --- what the scripted model says ---
+
+
+def _tool_names(body: Any) -> set[str]:
+    names: set[str] = set()
+    for tool in (body or {}).get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        name = tool.get("name") or (tool.get("function") or {}).get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+def _last_is_tool_result(body: Any) -> bool:
+    """Whether the request ends with a tool's result (the model's turn after a call)."""
+    if not isinstance(body, dict):
+        return False
+    if isinstance(body.get("input"), list) and body["input"]:  # Responses
+        return str(body["input"][-1].get("type", "")).endswith("_output")
+    messages = body.get("messages") or []
+    if not messages:
+        return False
+    last = messages[-1]
+    if last.get("role") == "tool":  # Chat Completions
+        return True
+    content = last.get("content")
+    return isinstance(content, list) and any(
+        isinstance(c, dict) and c.get("type") == "tool_result" for c in content
+    )
+
+
+def request_text(body: Any) -> str:
+    return json.dumps(body) if body is not None else ""
+
+
+@dataclass
+class Script:
+    """The model behind a real adapter: when the newest user words hold `marker`, it asks for
+    `call` (a tool name among those the request offers, and its arguments); once that tool's
+    result is in, it answers `after`. Every other request (titles, summaries…) gets `text`."""
+
+    calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    after: str = "Done."
+    text: str = "Hello from the model."
+    seen: list[Any] = field(default_factory=list)
+
+    def __call__(self, body: Any) -> Reply:
+        self.seen.append(body)
+        names = _tool_names(body)
+        if _last_is_tool_result(body):
+            return Reply(text=self.after)
+        wording = _newest_user_text(body)
+        for marker, (tool, arguments) in self.calls.items():
+            if marker in wording and tool in names:
+                return Reply(text="", tool_calls=((tool, arguments),))
+        for marker in self.calls:
+            if marker in wording and names:
+                return Reply(text=f"({marker}: no tool of that name offered: {sorted(names)})")
+        return Reply(text=self.text)
+
+
+def _newest_user_text(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    items = body.get("input") if isinstance(body.get("input"), list) else body.get("messages")
+    for item in reversed(items or []):
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        return json.dumps(item.get("content"))
+    return ""
+
+
+def responder(script: Callable[[Any], Reply]) -> Callable[[Any], Reply]:
+    return script
+
+
+__all__ = ["NAMES", "Script", "ensure_adapters", "provider", "request_text"]
+_ = os  # the environment is the caller's; nothing here reads it
