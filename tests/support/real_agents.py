@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,6 @@ from .scripted_models import Reply, ScriptedModels
 
 ADAPTERS = Path(__file__).resolve().parent.parent / "acp_adapters"
 BIN = ADAPTERS / "node_modules" / ".bin"
-NAMES = ("claude", "codex", "opencode")
 COMMANDS = {"claude": "claude-agent-acp", "codex": "codex-acp", "opencode": "opencode"}
 
 
@@ -146,7 +143,7 @@ def provider(name: str, models: ScriptedModels, home: Path, **extra: Any) -> dic
 # --- what the scripted model says ---
 
 
-def _tool_names(body: Any) -> set[str]:
+def tool_names(body: Any) -> set[str]:
     names: set[str] = set()
     for tool in (body or {}).get("tools") or []:
         if not isinstance(tool, dict):
@@ -175,10 +172,6 @@ def _last_is_tool_result(body: Any) -> bool:
     )
 
 
-def request_text(body: Any) -> str:
-    return json.dumps(body) if body is not None else ""
-
-
 @dataclass
 class Script:
     """The model behind a real adapter: when the newest user words hold `marker`, it asks for
@@ -192,10 +185,10 @@ class Script:
 
     def __call__(self, body: Any) -> Reply:
         self.seen.append(body)
-        names = _tool_names(body)
+        names = tool_names(body)
         if _last_is_tool_result(body):
             return Reply(text=self.after)
-        wording = _newest_user_text(body)
+        wording = newest_user_text(body)
         for marker, (tool, arguments) in self.calls.items():
             if marker in wording and tool in names:
                 return Reply(text="", tool_calls=((tool, arguments),))
@@ -205,7 +198,7 @@ class Script:
         return Reply(text=self.text)
 
 
-def _newest_user_text(body: Any) -> str:
+def newest_user_text(body: Any) -> str:
     if not isinstance(body, dict):
         return ""
     items = body.get("input") if isinstance(body.get("input"), list) else body.get("messages")
@@ -214,11 +207,3 @@ def _newest_user_text(body: Any) -> str:
             continue
         return json.dumps(item.get("content"))
     return ""
-
-
-def responder(script: Callable[[Any], Reply]) -> Callable[[Any], Reply]:
-    return script
-
-
-__all__ = ["NAMES", "Script", "ensure_adapters", "provider", "request_text"]
-_ = os  # the environment is the caller's; nothing here reads it
