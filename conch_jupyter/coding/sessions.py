@@ -56,6 +56,7 @@ from .rules import (
     asking_setup,
     child_env,
     chosen_option,
+    command_of,
     command_refusal,
     conch_tool,
     detail_of,
@@ -101,6 +102,7 @@ class _Tool:
     ending: Ending | None = None  # decided by Conch: refused / skipped
     asked: bool = False  # it came through a permission question
     about: str = ""  # the agent's own words about it (shown apart from the detail)
+    command: str = ""  # the command it runs, if it runs one
     conch: str | None = None  # the notebook tool Conch offers over MCP that it is, if any
 
 
@@ -616,6 +618,9 @@ class CodingAgents:
         command = detail.startswith("$ ") and not tool.detail.startswith("$ ")
         if detail and (not tool.detail or update.content or command):
             tool.detail = clean_text(detail)
+        command = command_of(update.raw_input)
+        if command:
+            tool.command = clean_text(command)[:2000]
         about = about_of(update.raw_input)
         if about:
             tool.about = clean_text(about)
@@ -750,9 +755,8 @@ def _question_title(tool: _Tool) -> str:
 
 def _what_it_ran(tool: _Tool) -> str:
     """The tool line as words: `the command` or the call's title."""
-    first = tool.detail.split("\n", 1)[0] if tool.detail else ""
-    if first.startswith("$ "):
-        return f"`{first[2:][:300]}`"
+    if tool.command:
+        return f"`{tool.command[:300]}`"
     return f"“{(tool.title or tool.kind or 'a tool call')[:300]}”"
 
 
