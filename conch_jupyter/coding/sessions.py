@@ -615,8 +615,8 @@ class CodingAgents:
         # A later update (the permission question's own copy) may carry less than the start
         # did: the diff stays unless the new one shows content of its own.
         # A command beats a bare path (OpenCode first reports only its folder).
-        command = detail.startswith("$ ") and not tool.detail.startswith("$ ")
-        if detail and (not tool.detail or update.content or command):
+        runs = detail.startswith("$ ") and not tool.detail.startswith("$ ")
+        if detail and (not tool.detail or update.content or runs):
             tool.detail = clean_text(detail)
         command = command_of(update.raw_input)
         if command:

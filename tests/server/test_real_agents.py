@@ -1,5 +1,5 @@
 """The real coding agents (issue 31): Claude Code's `claude-agent-acp`, `codex-acp` and OpenCode,
-installed from npm (tests/acp_adapters, pinned by its lock file) and run by a real Jupyter
+installed from npm (tests/support/acp_adapters, pinned by its lock file) and run by a real Jupyter
 server against a scripted model on loopback that speaks each one's wire format (Anthropic
 Messages, OpenAI Responses, Chat Completions). The model asks for a shell command
 (`touch made.txt`); what the agent does with it is the agent's own, under Conch's setting.

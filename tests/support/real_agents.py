@@ -2,9 +2,8 @@
 a scripted model server on loopback: what the `adapters` tests and the ACP benchmark run.
 
 Owns three things:
-- `ensure_adapters()`: `npm ci` in tests/acp_adapters/ (its package.json and package-lock.json
-  pin each adapter) when its node_modules is missing or older than the lock file; one process
-  installs while the others (pytest-xdist) wait on a lock file.
+- `ensure_adapters()`: `npm ci` in tests/support/acp_adapters/ (its package.json and lock file
+  pin each adapter) when its node_modules is missing or from another lock file (support/npm.py).
 - `provider(name, models, home)`: the `{"kind": "acp", ...}` provider a user would add for that
   adapter, with what it needs to run offline here (FIELD.md's quirks): its model server on
   loopback, its own home in `home` (never the machine's settings), `IS_SANDBOX=1` for Claude Code
@@ -15,49 +14,26 @@ Owns three things:
 
 from __future__ import annotations
 
-import fcntl
 import json
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .npm import npm_ci
 from .scripted_models import Reply, ScriptedModels
 
-ADAPTERS = Path(__file__).resolve().parent.parent / "acp_adapters"
+ADAPTERS = Path(__file__).resolve().parent / "acp_adapters"
 BIN = ADAPTERS / "node_modules" / ".bin"
 COMMANDS = {"claude": "claude-agent-acp", "codex": "codex-acp", "opencode": "opencode"}
 
 
 def ensure_adapters() -> Path:
     """The adapters' bin folder, installed from the lock file when missing (`npm ci`)."""
-    lock = ADAPTERS / "package-lock.json"
-    stamp = ADAPTERS / "node_modules" / ".conch-installed"
-    with open(ADAPTERS / ".install-lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        wanted = lock.read_text()
-        if (
-            stamp.exists()
-            and stamp.read_text() == wanted
-            and all((BIN / c).exists() for c in COMMANDS.values())
-        ):
-            return BIN
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("the real ACP adapters need Node 20+ and npm (CI has them)")
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=ADAPTERS,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm ci in tests/acp_adapters failed:\n{done.stderr[-3000:]}")
-        stamp.write_text(wanted)
+    problem = npm_ci(ADAPTERS, *COMMANDS.values())
+    if problem is not None:
+        pytest.fail(f"the real ACP adapters need Node 20+ and npm (CI has them): {problem}")
     return BIN
 
 
