@@ -109,6 +109,11 @@ async def test_in_ask_the_change_waits_for_the_users_yes(
     assert (jp_root_dir / "made.txt").exists()
     assert replies(chat, name)[-1].endswith("Done.")
     assert ended(chat)[-1][1] == "done"
+    if name == "claude":  # it reports its cost (Codex reports none): a metered reply
+        [spent] = chat["spend"]
+        assert spent["estimated"] is False
+        assert spent["usd"] > 0
+        assert chat["spent_usd"] == pytest.approx(spent["usd"])
 
 
 async def test_opencode_run_as_conch_cannot_set_it_is_watched(

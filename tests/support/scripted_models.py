@@ -292,7 +292,8 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str | int]:
     tokens_in, tokens_out = reply.usage or (0, 0)
     message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant",
         "content": [], "model": model, "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": tokens_in, "output_tokens": 1}}  # fmt: skip
+        "usage": {"input_tokens": tokens_in, "output_tokens": 1,
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}  # fmt: skip
     yield _typed("message_start", message=message)
     yield _typed("content_block_start", index=0, content_block={"type": "text", "text": ""})
     yield _typed("ping")
