@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { acpAnnouncement, acpHead, kindWords } from "../acp.js";
+import { acpCardWords } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
 const asking = {
@@ -42,4 +43,11 @@ test("its lines read by title, and every kind has words", () => {
   assert.equal(item.output, "diff");
   for (const kind of ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]) assert.ok(kindWords(kind));
   assert.equal(kindWords(""), "act");
+});
+
+test("a coding agent's card says when it acts without asking", () => {
+  const agent = { provider: { command: "opencode", args: ["acp"] }, acp: { started: true, problem: null } };
+  assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started");
+  agent.acp = { ...agent.acp, acts_unasked: true };
+  assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started · acts without asking");
 });
