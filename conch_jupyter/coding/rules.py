@@ -52,6 +52,13 @@ SERVER_NAME = "conch-notebook"
 READING_KINDS = frozenset({"read", "search", "think", "fetch"})
 # Stop's grace: a prompt that has not ended this long after `session/cancel` ends with its process.
 CANCEL_GRACE_SECONDS = 2.0
+# One process per coding agent holds at most this many chats' sessions open at once
+# (claude-agent-acp runs a ~200 MB CLI per session): the least recently used is closed, and taken
+# up again when its chat speaks (`c.ConchApp.acp_live_sessions`).
+LIVE_SESSIONS = 4
+# A coding agent's process with no turn running for this long ends; the next turn starts it
+# again and resumes the chat's session (`c.ConchApp.acp_idle_seconds`).
+IDLE_SECONDS = 600.0
 # How long a coding agent may take to start and open its session (an adapter run through npx
 # may first fetch itself).
 START_SECONDS = 120.0

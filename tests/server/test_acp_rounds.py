@@ -153,6 +153,53 @@ async def test_its_session_is_kept_and_a_new_one_hears_the_history(
     assert replies(chat)[-1] == "prompt 1, history"
 
 
+async def test_one_process_holds_every_chats_session_and_the_oldest_is_closed(
+    api: Api, jp_serverapp: Any
+) -> None:
+    """One process per coding agent, one session per chat on it, at most `live_sessions` open:
+    the least recently used is closed (`session/close`) and taken up again when its chat speaks
+    (the scripted agent resumes nothing, so it is given the history)."""
+    coding = conch_of(jp_serverapp).coding
+    coding.live_sessions = 2
+    await add_coder(api)
+    chats = [await coding_chat(api) for _ in range(3)]
+    said = []
+    for chat_id in chats:
+        await say(api, chat_id, "hello earlier @Coder acp:pid")
+        said.append(replies(await settled(api, chat_id, 30))[-1])
+    pid = coding.process_of("coder").pid
+    assert said == [f"pid {pid}, 1 open", f"pid {pid}, 2 open", f"pid {pid}, 2 open"]
+    await say(api, chats[0], "@Coder acp:count")  # its session was closed: a new one
+    chat = await settled(api, chats[0], 30)
+    assert replies(chat)[-1] == "prompt 1, history"
+    await say(api, chats[2], "@Coder acp:count")  # still open: only what came since
+    chat = await settled(api, chats[2], 30)
+    assert replies(chat)[-1] == "prompt 2, no history"
+    assert coding.process_of("coder").pid == pid
+
+
+async def test_an_idle_agent_ends_and_its_chat_takes_its_session_up_again(
+    api: Api, jp_serverapp: Any
+) -> None:
+    coding = conch_of(jp_serverapp).coding
+    coding.idle_seconds = 0.5
+    await add_coder(api)
+    chat_id = await coding_chat(api)
+    await say(api, chat_id, "hello earlier @Coder acp:pid")
+    await settled(api, chat_id, 30)
+    first = coding.process_of("coder")
+    assert first is not None
+
+    async def ended_idle() -> bool:
+        return coding.process_of("coder") is None and first.process.returncode is not None
+
+    await wait_for(ended_idle, 30)
+    await say(api, chat_id, "@Coder acp:count")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "prompt 1, history"  # a new process, given the history
+    assert coding.process_of("coder").pid != first.pid
+
+
 async def test_a_round_with_two_model_agents_and_an_acp_agent_runs_to_its_bounds(
     api: Api, models: ScriptedModels
 ) -> None:
@@ -375,15 +422,15 @@ async def test_stop_ends_it_in_time_even_when_it_ignores_cancel(
 
     async def running() -> Any:
         _, chat = await api("GET", f"conversations/{chat_id}")
-        return chat["streaming"] and list(coding._sessions.values())
+        return chat["streaming"] and coding.process_of("coder")
 
-    [session] = await wait_for(running, 30)
+    process = await wait_for(running, 30)
     began = time.monotonic()
     status, stopped = await api("POST", f"conversations/{chat_id}/round/stop")
     assert (status, stopped) == (200, {"stopped": True})
     chat = await settled(api, chat_id, 5)
     assert ended(chat) == [(1, "stopped")]
-    await asyncio.wait_for(session.process.wait(), 5)
+    await asyncio.wait_for(process.process.wait(), 5)
     assert time.monotonic() - began < 3.5  # the 2 s grace, then the kill
     assert replies(chat) == ["Working on it"]  # nothing it says after Stop gets in
     await say(api, chat_id, "@Coder acp:say again")  # the next turn starts a new process

@@ -220,8 +220,7 @@ async def test_no_codex_process_survives_a_server_stop(
     chat = await settled(api, chat_id, 120)
     assert replies(chat, "codex")[-1] == "Hello from the model."
     coding = conch_of(jp_serverapp).coding
-    [session] = coding._sessions.values()
-    group = session.process.pid
+    group = coding.process_of("codex").pid
     members = _group(group)
     assert len(members) >= 2, members  # the wrapper and its binary
     await coding.close()
@@ -256,3 +255,33 @@ def _group(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             found.append(int(entry.name))
     return found
+
+
+async def test_an_idle_codex_ends_and_resumes_the_chats_session(
+    api: Api, models: ScriptedModels, script: Script, tmp_path: Path, jp_serverapp: Any
+) -> None:
+    """The process ends after `idle_seconds` with no turn; the chat's next turn starts it again
+    and takes up its session (`session/resume`): Codex still holds the first turn, and Conch
+    sends it only what came since."""
+    coding = conch_of(jp_serverapp).coding
+    coding.idle_seconds = 0.5
+    await add_real(api, "codex", models, tmp_path / "home")
+    chat_id = await coding_chat(api, mode="ask")
+    await say(api, chat_id, "@Codex remember PINEAPPLE")
+    await settled(api, chat_id, 120)
+    first = coding.process_of("codex")
+    [session] = [s for s in coding._chats.values() if s.chat == chat_id]
+    session_id = session.session_id
+
+    async def ended_idle() -> bool:
+        return coding.process_of("codex") is None
+
+    await wait_for(ended_idle, 30)
+    await say(api, chat_id, "@Codex what was it")
+    chat = await settled(api, chat_id, 120)
+    assert replies(chat, "codex")[-1] == "Hello from the model."
+    assert coding.process_of("codex").pid != first.pid
+    assert session.session_id == session_id  # the same session, taken up again
+    last = json.dumps(script.seen[-1])
+    assert "PINEAPPLE" in last  # Codex's own memory of the first turn
+    assert last.count("remember PINEAPPLE") == 1  # … not sent again by Conch

@@ -19,6 +19,7 @@ newest text a prompt holds) says what this turn does:
     acp:flood <n>         stream <n> chunks of 1,000 characters
     acp:env               say which secrets it can see, and its working folder
     acp:count             say how many prompts this session has had, and whether history came
+    acp:pid               say its process id (one process holds every chat's session)
     acp:mcp <tool> <json> call the notebook's tools Conch offered over MCP (Streamable HTTP):
                           list them, call <tool> with the JSON arguments, say what came back
 Anything else: "Hello from the coding agent." Its stderr gets a line per prompt (for the log).
@@ -44,7 +45,11 @@ NAME = os.environ.get("ACP_TEST_NAME", "the coding agent")
 class ScriptedAgent:
     def __init__(self) -> None:
         self.conn: Any = None
-        self.prompts = 0
+        self.sessions = 0  # sessions opened on this process
+        self.prompts: dict[str, int] = {}  # prompts each session has had
+        self.cwd: dict[str, str] = {}
+        self.mcp: dict[str, list[Any]] = {}
+        self.closed: list[str] = []
         self.counted = 0  # prompts that reported usage: its cumulative cost is $0.25 each
         self.cancelled: dict[str, asyncio.Event] = {}
 
@@ -53,24 +58,33 @@ class ScriptedAgent:
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         mcp = schema.McpCapabilities(http=True)
-        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp)
+        closing = schema.SessionCapabilities(close=schema.SessionCloseCapabilities())
+        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp, session_capabilities=closing)
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION, agent_capabilities=capabilities
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
-        self.cwd = cwd
-        self.mcp = kwargs.get("mcp_servers") or []
-        return schema.NewSessionResponse(session_id=f"s-{os.getpid()}")
+        self.sessions += 1
+        session_id = f"s-{os.getpid()}-{self.sessions}"
+        self.cwd[session_id] = cwd
+        self.mcp[session_id] = kwargs.get("mcp_servers") or []
+        self.prompts[session_id] = 0
+        return schema.NewSessionResponse(session_id=session_id)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
+        print(f"scripted agent: closed {session_id}", file=sys.stderr, flush=True)
+        self.closed.append(session_id)
+        return schema.CloseSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
-        self.prompts += 1
+        self.prompts[session_id] = count = self.prompts.get(session_id, 0) + 1
         cancelled = self.cancelled[session_id] = asyncio.Event()
         text = "".join(getattr(block, "text", "") for block in prompt)
-        print(f"scripted agent: prompt {self.prompts}", file=sys.stderr, flush=True)
+        print(f"scripted agent: prompt {count} of {session_id}", file=sys.stderr, flush=True)
         marks = MARK.findall(text)
         what, rest = marks[-1] if marks else ("", "")
         say = self._say(session_id)
@@ -146,24 +160,27 @@ class ScriptedAgent:
             seen = sorted(k for k in ("CONCH_KERNEL_KEY", "JUPYTER_TOKEN") if k in os.environ)
             secret = os.environ.get("ACP_TEST_SECRET", "")
             await say(f"secrets seen: {seen or 'none'}; secret={secret}; cwd={os.getcwd()}")
-            await say(f"; session cwd={self.cwd}")
+            await say(f"; session cwd={self.cwd[session_id]}")
         elif what == "mcp":
             name, _, raw = rest.strip().partition(" ")
-            await say(await asyncio.to_thread(self._mcp, name, json.loads(raw or "{}")))
+            servers = self.mcp[session_id]
+            await say(await asyncio.to_thread(self._mcp, servers, name, json.loads(raw or "{}")))
+        elif what == "pid":
+            await say(f"pid {os.getpid()}, {len(self.prompts) - len(self.closed)} open")
         elif what == "count":
             history = "history" if "hello earlier" in text else "no history"
-            await say(f"prompt {self.prompts}, {history}")
+            await say(f"prompt {count}, {history}")
         else:
             await say("Hello from the coding agent.")
         if cancelled.is_set():
             return schema.PromptResponse(stop_reason="cancelled")
         return schema.PromptResponse(stop_reason="end_turn")
 
-    def _mcp(self, name: str, arguments: dict[str, Any]) -> str:
+    def _mcp(self, servers: list[Any], name: str, arguments: dict[str, Any]) -> str:
         """Its MCP client, by hand over urllib: initialize, tools/list, tools/call."""
-        if not self.mcp:
+        if not servers:
             return "no MCP server offered"
-        server = self.mcp[0]
+        server = servers[0]
         headers = {h.name: h.value for h in server.headers}
         headers["Content-Type"] = "application/json"
         headers["Accept"] = "application/json, text/event-stream"
@@ -194,7 +211,7 @@ class ScriptedAgent:
         return say
 
     async def _ask(self, session_id: str, kind: str) -> str:
-        call_id = f"{kind}-{self.prompts}"
+        call_id = f"{kind}-{sum(self.prompts.values())}"
         if kind == "edit":
             content = [acp.tool_diff_content("analysis.py", "x = 2\n", "x = 1\n")]
             start = acp.start_tool_call(
@@ -241,7 +258,8 @@ class ScriptedAgent:
 
 
 def main() -> None:
-    asyncio.run(acp.run_agent(ScriptedAgent()))
+    # `session/close` is in the SDK's unstable part (the real adapters offer it).
+    asyncio.run(acp.run_agent(ScriptedAgent(), use_unstable_protocol=True))
 
 
 if __name__ == "__main__":
