@@ -26,11 +26,7 @@ from .test_rounds_server import ended, say
 
 pytestmark = [pytest.mark.adapters, pytest.mark.timeout(240)]
 
-RUN = {
-    "claude": ("Bash", {"command": "touch made.txt", "description": "Make a file"}),
-    "codex": ("exec_command", {"cmd": "touch made.txt"}),
-    "opencode": ("bash", {"command": "touch made.txt", "description": "Make a file"}),
-}
+RUN = real_agents.RUN
 
 
 @pytest.fixture(scope="module", autouse=True)

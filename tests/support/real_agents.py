@@ -27,6 +27,12 @@ from .scripted_models import Reply, ScriptedModels
 ADAPTERS = Path(__file__).resolve().parent / "acp_adapters"
 BIN = ADAPTERS / "node_modules" / ".bin"
 COMMANDS = {"claude": "claude-agent-acp", "codex": "codex-acp", "opencode": "opencode"}
+# A shell command (`touch made.txt`) in each adapter's own tool, as its model asks for it.
+RUN: dict[str, tuple[str, dict[str, Any]]] = {
+    "claude": ("Bash", {"command": "touch made.txt", "description": "Make a file"}),
+    "codex": ("exec_command", {"cmd": "touch made.txt"}),
+    "opencode": ("bash", {"command": "touch made.txt", "description": "Make a file"}),
+}
 
 
 def ensure_adapters() -> Path:
