@@ -83,7 +83,7 @@ class _Bare:
 @contextlib.asynccontextmanager
 async def bare_agent(
     client: Any, command: str, args: list[str], env: dict[str, str], cwd: str
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
     """The SDK's client on the agent's process, in a process group of its own that is ended
     whole afterwards (an npm wrapper's native binary would outlive the wrapper otherwise)."""
     process = await asyncio.create_subprocess_exec(
@@ -93,7 +93,7 @@ async def bare_agent(
     assert process.stdout is not None
     conn = acp.connect_to_agent(client, process.stdin, process.stdout)
     try:
-        yield conn
+        yield conn, process
     finally:
         await conn.close()
         with contextlib.suppress(ProcessLookupError):
@@ -144,7 +144,7 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
         setup = asking_setup(provider["command"], provider["args"])
         args = [*provider["args"], *(setup.args if setup else ())]
         env = {**os.environ, **provider.get("env", {}), **(setup.env if setup else {})}
-        async with bare_agent(bare, provider["command"], args, env, tmp) as conn:
+        async with bare_agent(bare, provider["command"], args, env, tmp) as (conn, _):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             meta = setup.meta if setup else {}
             session = (await conn.new_session(cwd=tmp, mcp_servers=[], **meta)).session_id
