@@ -21,6 +21,11 @@ nothing for QUIET_SECONDS while no question waits for the user, ends the turn wi
 ProviderError in words (the round ends with `error`). stderr goes to the server log, never the
 chat.
 
+It stays one room past 500 lines: what the agent sends, its questions and the lines it leaves all
+read and write the running turn's state and the chat's store, and split apart they would only
+pass that state back and forth; the process and its sessions live in connection.py, the rules
+in rules.py.
+
 May import: core, store, providers, agents, notebook (the rounds import this).
 """
 
