@@ -360,9 +360,11 @@ def detail_of(raw_input: Any, content: Any, locations: Any, title: str = "") -> 
         text = getattr(inner, "text", None)
         if isinstance(text, str) and text and text.strip() != about and not command:
             lines.append(text)
+    # Where a command runs (OpenCode reports its folder as the call's location) is no news.
+    here = raw_input.get("cwd") if isinstance(raw_input, Mapping) else None
     for location in locations or ():
         path = getattr(location, "path", None)
-        if isinstance(path, str) and all(path not in line for line in lines):
+        if isinstance(path, str) and path != here and all(path not in line for line in lines):
             lines.append(path)
     if not lines and isinstance(raw_input, Mapping):
         path = raw_input.get("filePath") or raw_input.get("file_path") or raw_input.get("path")

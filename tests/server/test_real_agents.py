@@ -87,7 +87,7 @@ async def test_in_read_no_real_agent_changes_a_file(
         assert replies(chat, name)[-1].endswith("Done.")
 
 
-@pytest.mark.parametrize("name", ["claude", "codex"])
+@pytest.mark.parametrize("name", ["claude", "codex", "opencode"])
 async def test_in_ask_the_change_waits_for_the_users_yes(
     api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
 ) -> None:
@@ -99,7 +99,8 @@ async def test_in_ask_the_change_waits_for_the_users_yes(
     assert not (jp_root_dir / "made.txt").exists()
     # The question says what will happen, once; the agent's own words apart.
     assert (entry["kind"], entry["detail"]) == ("execute", "$ touch made.txt")
-    assert entry["title"] == ("Make a file" if name == "claude" else "touch made.txt")
+    # Claude and OpenCode describe the call; Codex's title is the command itself.
+    assert entry["title"] == ("touch made.txt" if name == "codex" else "Make a file")
     await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
     chat = await settled(api, chat_id, 180)
     assert (jp_root_dir / "made.txt").exists()
@@ -138,16 +139,18 @@ async def test_opencode_run_as_conch_cannot_set_it_is_watched(
     assert agent["acp"]["acts_unasked"] is True
 
 
-async def test_claude_reads_the_notebook_through_conch_in_read(
-    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path
+@pytest.mark.parametrize("name", ["claude", "codex"])
+async def test_it_reads_the_notebook_through_conch_in_read(
+    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
 ) -> None:
-    """Claude labels Conch's MCP tool `other`: its question is answered by the tool's own rule
-    (reading passes in every mode), not refused as an action."""
+    """Claude labels Conch's MCP tool `other`, Codex gives it no kind: its question is answered
+    by the tool's own rule (reading passes in every mode), not refused as an action."""
     (jp_root_dir / "nb.ipynb").write_text(
         json.dumps(
             {
                 "cells": [
                     {
+                        "id": "c1",
                         "cell_type": "code",
                         "source": "x = 41",
                         "metadata": {},
@@ -161,17 +164,17 @@ async def test_claude_reads_the_notebook_through_conch_in_read(
             }
         )
     )
-    script.calls = {"RUNIT": ("mcp__conch-notebook__read_notebook", {})}
-    await add_real(api, "claude", models, tmp_path / "home")
+    script.calls = {"RUNIT": ("read_notebook", {})}
+    await add_real(api, name, models, tmp_path / "home")
     chat_id = await coding_chat(api, mode="read", path="nb.ipynb")
-    await say(api, chat_id, "@Claude RUNIT please")
+    await say(api, chat_id, f"@{name.title()} RUNIT please")
     chat = await settled(api, chat_id, 180)
     assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
     notebook_lines = [
         (m["tool"], m["state"]) for m in chat["messages"] if m.get("tool") == "read_notebook"
     ]
     assert notebook_lines == [("read_notebook", "ran")]
-    assert replies(chat, "claude")[-1].endswith("Done.")
+    assert replies(chat, name)[-1].endswith("Done.")
     # What the tool answered reached the model as the tool's result.
     assert "x = 41" in json.dumps(script.seen[-1])
 

@@ -133,6 +133,8 @@ def tool_names(body: Any) -> set[str]:
         name = tool.get("name") or (tool.get("function") or {}).get("name")
         if isinstance(name, str):
             names.add(name)
+        if tool.get("type") == "namespace":  # Codex offers an MCP server's tools in one
+            names.update(f"{name}/{inner.get('name')}" for inner in tool.get("tools") or [])
     return names
 
 
@@ -172,8 +174,13 @@ class Script:
             return Reply(text=self.after)
         wording = newest_user_text(body)
         for marker, (tool, arguments) in self.calls.items():
-            if marker in wording and tool in names:
-                return Reply(text="", tool_calls=((tool, arguments),))
+            # An MCP tool goes by each agent's own name for it (Claude's `mcp__server__tool`,
+            # Codex's `namespace/tool`): the one offered that ends with the tool's name.
+            offered = [
+                n for n in sorted(names) if n == tool or n.endswith((f"__{tool}", f"/{tool}"))
+            ]
+            if marker in wording and offered:
+                return Reply(text="", tool_calls=((offered[0], arguments),))
         for marker in self.calls:
             if marker in wording and names:
                 return Reply(text=f"({marker}: no tool of that name offered: {sorted(names)})")

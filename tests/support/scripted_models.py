@@ -346,6 +346,8 @@ def _responses_events(reply: Reply, model: str) -> Iterator[str | int]:
         call: dict[str, Any] = {"id": f"fc_{index}", "type": "function_call",
             "status": "in_progress", "call_id": f"call_{index}", "name": name,
             "arguments": ""}  # fmt: skip
+        if "/" in name:  # a tool of a namespace (Codex offers each MCP server's tools in one)
+            call["namespace"], call["name"] = name.split("/", 1)
         yield _typed("response.output_item.added", output_index=index, item=call)
         for piece in _fragments(arguments):
             yield _typed("response.function_call_arguments.delta", item_id=call["id"],

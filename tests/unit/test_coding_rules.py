@@ -217,3 +217,6 @@ def test_a_question_says_what_will_happen_once() -> None:
     # OpenCode: the file it will write, whichever key holds it.
     assert detail_of({"filePath": "/w/a.py", "content": "x"}, None, None) == "/w/a.py"
     assert about_of({"command": "ls"}) == ""
+    # OpenCode reports the folder it runs in as the call's location: no news beside the command.
+    where = [schema.ToolCallLocation(path="/w")]
+    assert detail_of({"command": "ls", "cwd": "/w"}, None, where) == "$ ls"
