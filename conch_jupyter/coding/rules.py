@@ -269,6 +269,10 @@ def chosen_option(options: Iterable[Any], allow: bool) -> str | None:
     wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
     by_kind: dict[str, str] = {}
     for option in options:
+        # A yes that would move the agent into a mode that skips questions (Claude's way out of
+        # `plan` offers "bypassPermissions" and "acceptEdits") is never Conch's to give.
+        if allow and str(option.option_id) in SKIPPING_MODES:
+            continue
         by_kind.setdefault(str(getattr(option, "kind", "")), str(option.option_id))
     # An "always" is taken only when it is the sole way to say yes/no; Conch still asks anew.
     for kind in wanted:

@@ -220,3 +220,17 @@ def test_a_question_says_what_will_happen_once() -> None:
     # OpenCode reports the folder it runs in as the call's location: no news beside the command.
     where = [schema.ToolCallLocation(path="/w")]
     assert detail_of({"command": "ls", "cwd": "/w"}, None, where) == "$ ls"
+
+
+def test_conch_never_says_a_yes_that_skips_questions() -> None:
+    # Claude's question on leaving `plan`: its options would move it into a skipping mode.
+    leave_plan = [
+        schema.PermissionOption(option_id="bypassPermissions", name="bypass", kind="allow_always"),
+        schema.PermissionOption(option_id="acceptEdits", name="accept", kind="allow_always"),
+        schema.PermissionOption(option_id="default", name="ask me", kind="allow_once"),
+        schema.PermissionOption(option_id="plan", name="keep planning", kind="reject_once"),
+    ]
+    assert chosen_option(leave_plan, allow=True) == "default"
+    assert chosen_option(leave_plan, allow=False) == "plan"  # a no keeps it where it is
+    only_bypass = leave_plan[:2]
+    assert chosen_option(only_bypass, allow=True) is None  # then the answer is `cancelled`
