@@ -4,6 +4,10 @@ a scripted model server on loopback: what the `adapters` tests and the ACP bench
 Owns three things:
 - `ensure_adapters()`: `npm ci` in tests/support/acp_adapters/ (its package.json and lock file
   pin each adapter) when its node_modules is missing or from another lock file (support/npm.py).
+  The registry this lock file was made against served opencode-ai's native packages for
+  linux-x64 only: the entries of its other platforms' optional packages (never installed on
+  linux-x64) carry their version, os, cpu and libc without an integrity hash; `npm ci` needs an
+  entry for each. Make the lock file anew where the registry serves them all.
 - `provider(name, models, home)`: the `{"kind": "acp", ...}` provider a user would add for that
   adapter, with what it needs to run offline here (FIELD.md's quirks): its model server on
   loopback, its own home in `home` (never the machine's settings), `IS_SANDBOX=1` for Claude Code
