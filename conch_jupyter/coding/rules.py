@@ -197,14 +197,66 @@ def conch_tool(title: str, meta_tool: str | None = None, raw_input: Any = None) 
     return None
 
 
+# Commands that only read, as an agent's own rules let them run unasked (Codex's "known safe"
+# list under `untrusted`: `git status`, `pwd`…, reported as kind `execute`). Only a bare command
+# counts: any redirection, pipe, chaining or substitution makes it a possible change.
+READING_PROGRAMS = frozenset(
+    {
+        "ls",
+        "pwd",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "echo",
+        "grep",
+        "rg",
+        "nl",
+        "stat",
+        "which",
+        "whoami",
+        "true",
+        "false",
+        "file",
+        "du",
+        "df",
+    }
+)
+READING_GIT = frozenset({"status", "log", "diff", "show"})
+_SHELL_SIGNS = re.compile(r"[;&|<>`$\n\\]")
+_FIND_ACTIONS = re.compile(r"(?:^|\s)-(?:exec|execdir|ok|okdir|delete|fprint\w*|fls)\b")
+
+
+def reads_only(command: str | None) -> bool:
+    """Whether a command only reads (for the watch: such a command run unasked is no change)."""
+    if not command or _SHELL_SIGNS.search(command):
+        return False
+    words = command.split()
+    program = os.path.basename(words[0])
+    if program in READING_PROGRAMS:
+        return True
+    if program == "find":
+        return not _FIND_ACTIONS.search(command)
+    if program == "git" and len(words) > 1:
+        return words[1] in READING_GIT and "--output" not in command
+    return False
+
+
 def acted_unasked(
-    *, mode: Mode, tainted: bool, kind: str | None, status: str | None, asked: bool
+    *,
+    mode: Mode,
+    tainted: bool,
+    kind: str | None,
+    status: str | None,
+    asked: bool,
+    command: str | None = None,
 ) -> bool:
     """Whether a tool call the agent reports is a change made without asking where this chat
     wanted a question: a changing kind (unknown kinds included) done, never asked about, in
     Read, Ask or a tainted Auto. Only `completed` is proof: OpenCode reports a call
-    `in_progress` before it asks about it."""
-    if asked or kind in READING_KINDS or status != "completed":
+    `in_progress` before it asks about it. A command that only reads (`reads_only`) is no
+    change, whatever kind it came as."""
+    if asked or kind in READING_KINDS or status != "completed" or reads_only(command):
         return False
     return mode != "auto" or tainted
 

@@ -574,6 +574,7 @@ class CodingAgents:
             kind=tool.kind,
             status=tool.status,
             asked=tool.asked,
+            command=tool.command or None,
         ):
             turn.unasked = tool
 

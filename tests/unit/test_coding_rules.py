@@ -28,6 +28,7 @@ from conch_jupyter.coding.rules import (
     no_read_turn,
     permission,
     prompt_text,
+    reads_only,
     tool_state,
     workdir,
 )
@@ -234,3 +235,34 @@ def test_conch_never_says_a_yes_that_skips_questions() -> None:
     assert chosen_option(leave_plan, allow=False) == "plan"  # a no keeps it where it is
     only_bypass = leave_plan[:2]
     assert chosen_option(only_bypass, allow=True) is None  # then the answer is `cancelled`
+
+
+@pytest.mark.parametrize(
+    ("command", "reading"),
+    [
+        ("git status", True),
+        ("git log --oneline -5", True),
+        ("pwd", True),
+        ("ls -la src", True),
+        ("/bin/cat notes.txt", True),
+        ("find . -name '*.py'", True),
+        ("find . -name '*.pyc' -delete", False),
+        ("find . -exec rm {} +", False),
+        ("echo hi > notes.txt", False),
+        ("cat a | tee b", False),
+        ("ls; rm -rf build", False),
+        ("echo $(rm x)", False),
+        ("git push", False),
+        ("git diff --output=patch.txt", False),
+        ("touch made.txt", False),
+        ("rm -rf build", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bool) -> None:
+    assert reads_only(command) is reading
+    seen = acted_unasked(
+        mode="ask", tainted=False, kind="execute", status="completed", asked=False, command=command
+    )
+    assert seen is not reading
