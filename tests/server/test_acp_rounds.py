@@ -6,12 +6,14 @@ scripted model servers and an outside A2A agent.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
@@ -235,6 +237,35 @@ async def test_thoughts_plan_and_tool_calls_are_quiet_lines(api: Api) -> None:
     assert texts["think"] == "Hmm, A."
     assert texts["plan"] == "[ ] read the data\n[ ] write the analysis"
     assert "3 rows" in texts["read"]
+
+
+async def test_a_reply_whose_agent_reported_its_cost_carries_it_live(
+    api: Api, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    """Cost in sight for coding agents too: its reply streams with its cost line, like any
+    metered reply, and the chat's snapshot keeps it."""
+    await add_coder(api)
+    chat_id = await coding_chat(api)
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat_id}/events"
+    items: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(headers=jp_auth_header, timeout=30) as http,
+        http.stream("GET", url) as response,
+    ):
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            items.append(json.loads(line[5:]))
+            if len(items) == 1:
+                await say(api, chat_id, "@Coder acp:usage")
+            if items[-1]["type"] == "event" and items[-1]["event"]["type"] == "round.ended":
+                break
+    cost = {"usd": 0.25, "input_tokens": 1200, "output_tokens": 300, "estimated": False}
+    [live] = [i["message"] for i in items if i["type"] == "message" and "cost" in i["message"]]
+    assert (live["agent"], live["cost"]) == ("coder", cost)
+    chat = await settled(api, chat_id, 30)
+    [reply] = [m for m in chat["messages"] if m["role"] == "agent"]
+    assert reply["cost"] == cost
 
 
 async def test_usage_it_reports_counts_against_the_round(api: Api) -> None:
