@@ -130,9 +130,8 @@ class _Turn:
     asking: int = 0  # questions waiting for the user: the quiet clock does not run
     stopping: bool = False
     flooded: bool = False
-    unasked: _Tool | None = (
-        None  # a change it made without asking, where the chat wanted a question
-    )
+    # A change it made without asking, where the chat wanted a question: the turn ends.
+    unasked: _Tool | None = None
     tainted: bool = False
     cost_usd: float | None = None
     writes: list[asyncio.Task[Any]] = field(default_factory=list)
