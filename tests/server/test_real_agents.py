@@ -23,6 +23,7 @@ from ..support.real_agents import Script
 from ..support.scripted_models import Reply, ScriptedModels
 from .test_acp_rounds import asking, coding_chat, conch_of, replies, tool_lines
 from .test_rounds_server import ended, say
+from .test_shutdown import conch_app
 
 pytestmark = [pytest.mark.adapters, pytest.mark.timeout(240)]
 
@@ -222,7 +223,7 @@ async def test_no_codex_process_survives_a_server_stop(
     group = coding.process_of("codex").pid
     members = _group(group)
     assert len(members) >= 2, members  # the wrapper and its binary
-    await coding.close()
+    await conch_app(jp_serverapp).stop_extension()  # what the server does when it stops
 
     async def gone() -> bool:
         return _group(group) == []
