@@ -370,11 +370,25 @@ def prompt_text(system: str, turns: Sequence[tuple[str, str]]) -> str:
 _SHELL = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z)?sh$")
 
 
-def command_of(raw_input: Any, title: str = "") -> str | None:
+# Gemini CLI's shell question: no rawInput, the command only in the title, and this as content.
+_GEMINI_SHELL = re.compile(r"^\[current working directory [^\]]*\]\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def _gemini_shell(content: Any) -> re.Match[str] | None:
+    for item in content or ():
+        text = getattr(getattr(item, "content", None), "text", None)
+        found = _GEMINI_SHELL.match(text) if isinstance(text, str) else None
+        if found:
+            return found
+    return None
+
+
+def command_of(raw_input: Any, title: str = "", content: Any = None) -> str | None:
     """The command a tool call will run, whichever field the agent put it in: `rawInput`'s
-    `command` or `cmd` (a string, or a list such as Codex's `["/bin/bash", "-lc", "…"]`)."""
+    `command` or `cmd` (a string, or a list such as Codex's `["/bin/bash", "-lc", "…"]`), or
+    the title when the content says it is a shell command (Gemini's)."""
     if not isinstance(raw_input, Mapping):
-        return None
+        return title.strip() or None if title and _gemini_shell(content) else None
     command = raw_input.get("command") or raw_input.get("cmd")
     if isinstance(command, list) and command:
         words = [str(c) for c in command]
@@ -385,13 +399,15 @@ def command_of(raw_input: Any, title: str = "") -> str | None:
     return command if isinstance(command, str) and command else None
 
 
-def about_of(raw_input: Any) -> str:
-    """The agent's own words about a call (Claude's `description`), shown apart, in plain words."""
+def about_of(raw_input: Any, content: Any = None) -> str:
+    """The agent's own words about a call (Claude's `description`, Gemini's in parentheses),
+    shown apart, in plain words."""
     if isinstance(raw_input, Mapping):
         about = raw_input.get("description")
         if isinstance(about, str):
             return about.strip()[:2000]
-    return ""
+    found = _gemini_shell(content)
+    return (found.group(1) or "").strip()[:2000] if found else ""
 
 
 def detail_of(raw_input: Any, content: Any, locations: Any, title: str = "") -> str:
@@ -399,10 +415,10 @@ def detail_of(raw_input: Any, content: Any, locations: Any, title: str = "") -> 
     agent's own description (about_of) is not part of it; a title that is only a folder or a
     command already shown says nothing more."""
     lines: list[str] = []
-    command = command_of(raw_input, title)
+    command = command_of(raw_input, title, content)
     if command:
         lines.append(f"$ {command}")
-    about = about_of(raw_input)
+    about = about_of(raw_input, content)
     for item in content or ():
         path = getattr(item, "path", None)
         new = getattr(item, "new_text", None)

@@ -597,10 +597,10 @@ class CodingAgents:
         runs = detail.startswith("$ ") and not tool.detail.startswith("$ ")
         if detail and (not tool.detail or update.content or runs):
             tool.detail = clean_text(detail)
-        command = command_of(update.raw_input)
+        command = command_of(update.raw_input, tool.title, update.content)
         if command:
             tool.command = clean_text(command)[:2000]
-        about = about_of(update.raw_input)
+        about = about_of(update.raw_input, update.content)
         if about:
             tool.about = clean_text(about)
         meta = getattr(update, "field_meta", None) or {}

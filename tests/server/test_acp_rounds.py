@@ -66,11 +66,11 @@ async def coding_chat(api: Api, *, mode: str | None = None, path: str | None = N
     return str(chat["id"])
 
 
-async def asking(api: Api, chat_id: str) -> list[dict[str, Any]]:
+async def asking(api: Api, chat_id: str, timeout: float = 30) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]]:
         return list((await api("GET", f"conversations/{chat_id}"))[1]["asking"])
 
-    found: list[dict[str, Any]] = await wait_for(check, 30)
+    found: list[dict[str, Any]] = await wait_for(check, timeout)
     return found
 
 

@@ -1,7 +1,7 @@
-"""The real coding agents (issue 31): Claude Code's `claude-agent-acp`, `codex-acp` and OpenCode,
-installed from npm (tests/support/acp_adapters, pinned by its lock file) and run by a real Jupyter
-server against a scripted model on loopback that speaks each one's wire format (Anthropic
-Messages, OpenAI Responses, Chat Completions). The model asks for a shell command
+"""The real coding agents (issue 31): Claude Code's `claude-agent-acp`, `codex-acp`, Gemini CLI
+and OpenCode, installed from npm (tests/support/acp_adapters, pinned by its lock file) and run by
+a real Jupyter server against a scripted model on loopback that speaks each one's wire format
+(Anthropic Messages, OpenAI Responses, Gemini, Chat Completions). The model asks for a shell command
 (`touch made.txt`); what the agent does with it is the agent's own, under Conch's setting.
 
 Their own settings are a user's who lets them do anything (Claude's `settings.json` allows Bash
@@ -71,7 +71,7 @@ def use(script: Script, name: str) -> None:
     script.calls = {"RUNIT": RUN[name]}
 
 
-@pytest.mark.parametrize("name", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "opencode"])
 async def test_in_read_no_real_agent_changes_a_file(
     api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
 ) -> None:
@@ -84,11 +84,11 @@ async def test_in_read_no_real_agent_changes_a_file(
     assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
     [(kind, _, state)] = [line for line in tool_lines(chat) if line[0] == "execute"]
     assert (kind, state) == ("execute", "refused")
-    if name == "claude":  # Codex's and OpenCode's "no" ends their turn without a word
+    if name in ("claude", "gemini"):  # Codex's and OpenCode's "no" ends their turn unsaid
         assert replies(chat, name)[-1].endswith("Done.")
 
 
-@pytest.mark.parametrize("name", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "opencode"])
 async def test_in_ask_the_change_waits_for_the_users_yes(
     api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
 ) -> None:
@@ -96,11 +96,11 @@ async def test_in_ask_the_change_waits_for_the_users_yes(
     await add_real(api, name, models, tmp_path / "home")
     chat_id = await coding_chat(api, mode="ask")
     await say(api, chat_id, f"@{name.title()} RUNIT please")
-    [entry] = await asking(api, chat_id)
+    [entry] = await asking(api, chat_id, 150)  # a real agent's start: seconds, on a busy machine
     assert not (jp_root_dir / "made.txt").exists()
     # The question says what will happen, once; the agent's own words apart.
     assert (entry["kind"], entry["detail"]) == ("execute", "$ touch made.txt")
-    # Claude and OpenCode describe the call; Codex's title is the command itself.
+    # Claude, Gemini and OpenCode describe the call; Codex's title is the command itself.
     assert entry["title"] == ("touch made.txt" if name == "codex" else "Make a file")
     await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
     chat = await settled(api, chat_id, 180)

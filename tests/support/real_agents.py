@@ -1,5 +1,6 @@
-"""The real ACP adapters (Claude Code's, Codex's, OpenCode's), installed from npm and pointed at
-a scripted model server on loopback: what the `adapters` tests and the ACP benchmark run.
+"""The real ACP adapters (Claude Code's, Codex's, Gemini CLI, OpenCode), installed from npm and
+pointed at a scripted model server on loopback: what the `adapters` tests and the ACP benchmarks
+run.
 
 Owns three things:
 - `ensure_adapters()`: `npm ci` in tests/support/acp_adapters/ (its package.json and lock file
@@ -13,7 +14,8 @@ Owns three things:
   loopback, its own home in `home` (never the machine's settings), `IS_SANDBOX=1` for Claude Code
   run as root.
 - `Script`: a model that asks for one tool call (a shell command, a file write) and, once the
-  tool's result is in the request, answers in words; in each adapter's own tool names.
+  tool's result is in the request, answers in words; in each adapter's own tool names. A side
+  request that wants JSON by a schema (Gemini's router) gets the schema's smallest value.
 """
 
 from __future__ import annotations
@@ -30,12 +32,18 @@ from .scripted_models import Reply, ScriptedModels
 
 ADAPTERS = Path(__file__).resolve().parent / "acp_adapters"
 BIN = ADAPTERS / "node_modules" / ".bin"
-COMMANDS = {"claude": "claude-agent-acp", "codex": "codex-acp", "opencode": "opencode"}
+COMMANDS = {
+    "claude": "claude-agent-acp",
+    "codex": "codex-acp",
+    "gemini": "gemini",
+    "opencode": "opencode",
+}
 # A shell command (`touch made.txt`) in each adapter's own tool, as its model asks for it.
 RUN: dict[str, tuple[str, dict[str, Any]]] = {
     "claude": ("Bash", {"command": "touch made.txt", "description": "Make a file"}),
     "codex": ("exec_command", {"cmd": "touch made.txt"}),
     "opencode": ("bash", {"command": "touch made.txt", "description": "Make a file"}),
+    "gemini": ("run_shell_command", {"command": "touch made.txt", "description": "Make a file"}),
 }
 
 
@@ -120,6 +128,14 @@ def provider(name: str, models: ScriptedModels, home: Path, **extra: Any) -> dic
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
         }
         body = {"command": command("opencode"), "args": ["acp"], "env": env}
+    elif name == "gemini":
+        env = {
+            **quiet,
+            "GEMINI_API_KEY": "scripted-key",
+            "GOOGLE_GEMINI_BASE_URL": models.root_url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",  # MCP servers only in a trusted folder
+        }
+        body = {"command": command("gemini"), "args": ["--acp"], "env": env}
     else:
         raise ValueError(f"no adapter called {name!r}")
     body["env"] = {**body["env"], **extra.pop("env", {})}
@@ -137,6 +153,8 @@ def tool_names(body: Any) -> set[str]:
         name = tool.get("name") or (tool.get("function") or {}).get("name")
         if isinstance(name, str):
             names.add(name)
+        for declared in tool.get("functionDeclarations") or []:  # Gemini's
+            names.add(str(declared.get("name")))
         if tool.get("type") == "namespace":  # Codex offers an MCP server's tools in one
             names.update(f"{name}/{inner.get('name')}" for inner in tool.get("tools") or [])
     return names
@@ -148,6 +166,9 @@ def _last_is_tool_result(body: Any) -> bool:
         return False
     if isinstance(body.get("input"), list) and body["input"]:  # Responses
         return str(body["input"][-1].get("type", "")).endswith("_output")
+    if isinstance(body.get("contents"), list) and body["contents"]:  # Gemini
+        parts = body["contents"][-1].get("parts") or []
+        return any(isinstance(p, dict) and "functionResponse" in p for p in parts)
     messages = body.get("messages") or []
     if not messages:
         return False
@@ -173,6 +194,9 @@ class Script:
 
     def __call__(self, body: Any) -> Reply:
         self.seen.append(body)
+        asked_json = _json_schema(body)
+        if asked_json is not None:  # a side question that wants JSON (Gemini's router)
+            return Reply(text=json.dumps(_json_for(asked_json)))
         names = tool_names(body)
         if _last_is_tool_result(body):
             return Reply(text=self.after)
@@ -191,12 +215,42 @@ class Script:
         return Reply(text=self.text)
 
 
+def _json_schema(body: Any) -> dict[str, Any] | None:
+    """The JSON schema a request wants its answer in (Gemini's `responseJsonSchema`), if any."""
+    if not isinstance(body, dict):
+        return None
+    config = body.get("generationConfig") or {}
+    if config.get("responseMimeType") != "application/json":
+        return None
+    schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+    return schema if isinstance(schema, dict) else {}
+
+
+def _json_for(schema: dict[str, Any]) -> Any:
+    """A smallest value of the schema: each required property, strings, 1s and falses."""
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        wanted = schema.get("required") or list(properties)
+        return {k: _json_for(properties.get(k) or {}) for k in wanted}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return False
+    enum = schema.get("enum")
+    return enum[0] if enum else "scripted"
+
+
 def newest_user_text(body: Any) -> str:
     if not isinstance(body, dict):
         return ""
     items = body.get("input") if isinstance(body.get("input"), list) else body.get("messages")
+    if items is None:
+        items = body.get("contents")  # Gemini's
     for item in reversed(items or []):
         if not isinstance(item, dict) or item.get("role") != "user":
             continue
-        return json.dumps(item.get("content"))
+        return json.dumps(item.get("content", item.get("parts")))
     return ""

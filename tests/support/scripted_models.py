@@ -1,11 +1,13 @@
 """A scripted model server on loopback: the test double for hosted models.
 
 Owns speaking the providers' real wire formats — OpenAI's `POST /v1/chat/completions` and
-`POST /v1/responses` (the Responses API Codex speaks) and Anthropic's `POST /v1/messages` as
-Server-Sent Events, plus Ollama's `GET /api/tags` and the `HEAD /` Claude Code sends first — from
-replies a test queues. It runs its own asyncio loop in a background thread, so sync tests and
-tests inside a Jupyter server's loop can both use it. Plain HTTP/1.1 by hand (stdlib only): one
-request per connection, streamed bodies chunked, so a cut stream is visible to the client.
+`POST /v1/responses` (the Responses API Codex speaks), Anthropic's `POST /v1/messages` and
+Gemini's `streamGenerateContent?alt=sse` as Server-Sent Events (and Gemini's `generateContent`
+and `countTokens` as JSON), plus Ollama's `GET /api/tags` and the `HEAD /` Claude Code sends
+first — from replies a test queues. It runs its own asyncio loop in a background thread, so sync
+tests and tests inside a Jupyter server's loop can both use it. Plain HTTP/1.1 by hand (stdlib
+only): one request per connection, streamed bodies chunked, so a cut stream is visible to the
+client.
 """
 
 from __future__ import annotations
@@ -156,7 +158,18 @@ class ScriptedModels:
                 return await _send(writer, 404, {"error": "not found"})
             tags = {"models": [{"name": n, "model": n} for n in self.ollama_models]}
             return await _send(writer, 200, tags)
-        if request.method != "POST" or request.route not in _EVENTS:
+        gemini = request.route.startswith("/v1beta/models/")
+        if gemini and request.route.endswith(":countTokens"):
+            return await _send(writer, 200, {"totalTokens": 10})
+        if gemini and request.route.endswith(":generateContent"):
+            reply = self._next_reply(request.json)
+            events = list(_gemini_events(reply, ""))
+            body = json.loads(str(events[-1]).removeprefix("data: "))
+            chunks = [json.loads(e.removeprefix("data: ")) for e in events if isinstance(e, str)]
+            parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+            body["candidates"][0]["content"]["parts"] = parts
+            return await _send(writer, 200, body)
+        if request.method != "POST" or (request.route not in _EVENTS and not gemini):
             return await _send(writer, 404, {"error": f"no route {request.path}"})
         anthropic = request.route == "/v1/messages"
         reply = self._next_reply(request.json)
@@ -183,7 +196,7 @@ class ScriptedModels:
         # Reading hits end-of-file when the client closes its side: that is "closed early".
         gone = asyncio.ensure_future(reader.read(1))
         anthropic = request.route == "/v1/messages"
-        events = _EVENTS[request.route]
+        events = _gemini_events if request.route.startswith("/v1beta/") else _EVENTS[request.route]
         try:
             for step in events(reply, str((request.json or {}).get("model", ""))):
                 if isinstance(step, int):  # a marker: `step` text chunks have been sent
@@ -364,6 +377,31 @@ def _responses_events(reply: Reply, model: str) -> Iterator[str | int]:
         "total_tokens": tokens_in + tokens_out}  # fmt: skip
     done = {**response, "status": "completed", "output": output, "usage": usage}
     yield _typed("response.completed", response=done)
+
+
+def _gemini_events(reply: Reply, model: str) -> Iterator[str | int]:
+    """Gemini's `streamGenerateContent?alt=sse`: each chunk a whole response with the new parts;
+    function calls whole, in the last one, with the finish reason and the usage."""
+
+    def chunk(parts: list[dict[str, Any]], last: bool = False) -> str:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "scripted"}
+        if last:
+            candidate["finishReason"] = "STOP"
+            tokens_in, tokens_out = reply.usage or (0, 0)
+            body["usageMetadata"] = {"promptTokenCount": tokens_in,
+                "candidatesTokenCount": tokens_out,
+                "totalTokenCount": tokens_in + tokens_out}  # fmt: skip
+        return _data(body)
+
+    pieces = reply.pieces()
+    for i, piece in enumerate(pieces):
+        yield i
+        yield chunk([{"text": piece}])
+    yield len(pieces)
+    calls = [{"functionCall": {"name": name, "args": args if isinstance(args, dict) else {}}}
+             for name, args in reply.tool_calls]  # fmt: skip
+    yield chunk(calls or [{"text": ""}], last=True)
 
 
 _EVENTS: dict[str, Callable[[Reply, str], Iterator[str | int]]] = {

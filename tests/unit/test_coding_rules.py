@@ -218,6 +218,19 @@ def test_a_question_says_what_will_happen_once() -> None:
     # OpenCode: the file it will write, whichever key holds it.
     assert detail_of({"filePath": "/w/a.py", "content": "x"}, None, None) == "/w/a.py"
     assert about_of({"command": "ls"}) == ""
+    # Gemini: no rawInput; the command is the title, the content its folder and description.
+    gemini = [
+        schema.ContentToolCallContent(
+            type="content",
+            content=schema.TextContentBlock(
+                type="text", text="[current working directory /w] (Make a file)"
+            ),
+        )
+    ]
+    assert detail_of(None, gemini, None, "touch made.txt") == "$ touch made.txt"
+    assert command_of(None, "touch made.txt", gemini) == "touch made.txt"
+    assert about_of(None, gemini) == "Make a file"
+    assert command_of(None, "Edit a.py", None) is None
     # OpenCode reports the folder it runs in as the call's location: no news beside the command.
     where = [schema.ToolCallLocation(path="/w")]
     assert detail_of({"command": "ls", "cwd": "/w"}, None, where) == "$ ls"
