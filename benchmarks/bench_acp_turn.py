@@ -4,7 +4,7 @@ Two clients drive the same scripted ACP agent (tests/support/acp_agent.py, built
 `agent-client-protocol`, run as a subprocess) through the same turns, interleaved so the
 machine's load falls on both alike:
 
-- **bare**: the SDK's own client (`acp.spawn_agent_process`, a Client that only collects the
+- **bare**: the SDK's own client (`acp.connect_to_agent`, a Client that only collects the
   chunks), one `session/prompt` per turn: the agent's own time plus the protocol's, the floor;
 - **Conch**: `Turns.take` for an agent of kind `acp`, which is what a round runs: the history
   and room prompt, `CodingAgents` (the kept session, the chunks streamed to the Hub, the tool
@@ -15,16 +15,24 @@ edit (`acp:edit`, in an Auto chat: a permission question answered by the rules, 
 line stored). The overhead is Conch's median minus the bare median, per kind of turn; the
 ratio of the medians beside it. Prints; never asserts on speed.
 
-    .venv/bin/python -m benchmarks.bench_acp_turn [--turns 60] [--warmup 5]
+`--agent codex` (or `claude`) runs the real adapter from tests/support/acp_adapters (installed
+with `npm ci` when missing) against a scripted model on loopback instead: a short reply, and a
+shell command it asks about and is allowed (issue 31).
+
+    .venv/bin/python -m benchmarks.bench_acp_turn [--turns 60] [--warmup 5] [--agent codex]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ import acp
 import httpx
 
 from conch_jupyter.agents.agent_store import AgentStore
+from conch_jupyter.coding.rules import asking_setup
 from conch_jupyter.coding.sessions import CodingAgents
 from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.notebook.service import NotebookTools
@@ -39,7 +48,8 @@ from conch_jupyter.rounds.history import Said
 from conch_jupyter.rounds.turn import Reply, TurnInput, Turns
 from conch_jupyter.store.chats import Store
 from conch_jupyter.store.hub import Hub
-from tests.support import acp_agent
+from tests.support import acp_agent, real_agents
+from tests.support.scripted_models import ScriptedModels
 
 from ._machine import code_line, disk_line, load_line, machine_line, summarize
 
@@ -48,7 +58,7 @@ SCRIPTS = {"say": "acp:say a short reply in three chunks", "edit": "acp:edit"}
 
 
 class _Bare:
-    """The SDK's client doing nothing but collecting the text, allowing every question."""
+    """The SDK's client doing nothing but collecting the text, allowing every question once."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -61,21 +71,59 @@ class _Bare:
     async def request_permission(
         self, session_id: str, tool_call: Any, options: Any, **kw: Any
     ) -> Any:
+        chosen = next((o.option_id for o in options if o.kind == "allow_once"), "yes")
         return acp.schema.RequestPermissionResponse(
-            outcome=acp.schema.AllowedOutcome(outcome="selected", option_id="yes")
+            outcome=acp.schema.AllowedOutcome(outcome="selected", option_id=chosen)
         )
 
     def on_connect(self, conn: Any) -> None:
         pass
 
 
-async def run(turns: int, warmup: int) -> None:
+@contextlib.asynccontextmanager
+async def bare_agent(
+    client: Any, command: str, args: list[str], env: dict[str, str], cwd: str
+) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
+    """The SDK's client on the agent's process, in a process group of its own that is ended
+    whole afterwards (an npm wrapper's native binary would outlive the wrapper otherwise)."""
+    process = await asyncio.create_subprocess_exec(
+        command, *args, stdin=-1, stdout=-1, env=env, cwd=cwd, start_new_session=True
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    conn = acp.connect_to_agent(client, process.stdin, process.stdout)
+    try:
+        yield conn, process
+    finally:
+        await conn.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+def real_setup(name: str, folder: Path) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """The scripted model, the provider for the real adapter, and this benchmark's scripts."""
+    run = real_agents.RUN[name]
+    script = real_agents.Script(calls={"RUNIT": run}, after="Ran it.", text="A short reply.")
+    models = ScriptedModels().__enter__()
+    models.responder = script
+    provider = real_agents.provider(name, models, folder / "home")
+    return models, provider, {"say": "say something short", "run": "RUNIT now"}
+
+
+async def run(turns: int, warmup: int, name: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         print(machine_line())
         print(code_line())
         print(load_line())
         print(disk_line(folder))
+        models = None
+        scripts = SCRIPTS
+        provider: dict[str, Any] = {"kind": "acp", "command": sys.executable, "args": [AGENT]}
+        if name is not None:
+            models, provider, scripts = real_setup(name, folder)
+            print(f"agent: the real {real_agents.COMMANDS[name]} (tests/support/acp_adapters)")
         store = Store(folder / "conch.sqlite3", clock=time.time)
         hub = Hub()
         tools = NotebookTools(store=store, hub=hub, kernels=None)
@@ -83,20 +131,25 @@ async def run(turns: int, warmup: int) -> None:
         (folder / "data").mkdir()
         sealed = SealedFile(folder / "data" / "secrets.json", folder / "seal.key")
         agents = AgentStore(folder / "data" / "agents.json", sealed, clock=time.time)
-        agent = agents.create(
-            "Coder", provider={"kind": "acp", "command": sys.executable, "args": [AGENT]}
-        )
+        sealed_env = {k: v for k, v in provider.items() if k == "env"}
+        shown = {k: v for k, v in provider.items() if k != "env"}
+        agent = agents.create("Coder", provider=shown, acp_env=sealed_env.get("env"))
         http = httpx.AsyncClient()
         runner = Turns(store, agents, hub, http, notebook=tools, coding=coding)
         chat = (await store.create_conversation("bench")).id
         await store.set_mode(chat, "auto")
         bare = _Bare()
         times: dict[tuple[str, str], list[int]] = {}
-        async with acp.spawn_agent_process(bare, sys.executable, AGENT) as (conn, _):
+        # The bare client runs the same program with the same arguments and environment.
+        setup = asking_setup(provider["command"], provider["args"])
+        args = [*provider["args"], *(setup.args if setup else ())]
+        env = {**os.environ, **provider.get("env", {}), **(setup.env if setup else {})}
+        async with bare_agent(bare, provider["command"], args, env, tmp) as (conn, _):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = (await conn.new_session(cwd=tmp, mcp_servers=[])).session_id
+            meta = setup.meta if setup else {}
+            session = (await conn.new_session(cwd=tmp, mcp_servers=[], **meta)).session_id
             for i in range(warmup + turns):
-                for kind, script in SCRIPTS.items():
+                for kind, script in scripts.items():
                     said = [Said("user", script, id=f"m{i}-{kind}")]
                     began = time.perf_counter_ns()
                     await conn.prompt(session_id=session, prompt=[acp.text_block(script)])
@@ -112,8 +165,10 @@ async def run(turns: int, warmup: int) -> None:
         await coding.close()
         await http.aclose()
         store.close()
+        if models is not None:
+            models.__exit__(None, None, None)
         print(f"\n{turns} turns of each kind, after {warmup} warm-up turns; interleaved\n")
-        for kind in SCRIPTS:
+        for kind in scripts:
             floor = summarize(times[(kind, "bare")])
             ours = summarize(times[(kind, "conch")])
             print(f"{kind:5} bare ACP client  {floor.ms()}")
@@ -128,8 +183,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--agent", choices=sorted(real_agents.COMMANDS), default=None)
     args = parser.parse_args()
-    asyncio.run(run(args.turns, args.warmup))
+    asyncio.run(run(args.turns, args.warmup, args.agent))
 
 
 if __name__ == "__main__":

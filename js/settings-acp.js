@@ -57,13 +57,15 @@ export function acpCardWords(agent) {
   const status = agent?.acp;
   const state = !status ? "not started yet" : status.started ? "started" : `could not start: ${status.problem || "no reason given"}`;
   const env = (provider.env_names || []).length ? ` · env: ${provider.env_names.join(", ")}` : "";
-  return `coding agent (ACP) · ${run} · ${state}${env}`;
+  // Seen changing something without asking where the chat wanted a question (issue 31).
+  const unasked = status?.acts_unasked ? " · acts without asking" : "";
+  return `coding agent (ACP) · ${run} · ${state}${unasked}${env}`;
 }
 
 /** The form's ACP part. */
 export function acpFields() {
   const found = /** @type {HTMLSelectElement} */ (h("select", { name: "acp_found" }));
-  const command = /** @type {HTMLInputElement} */ (h("input", { name: "command", placeholder: "claude-code-acp" }));
+  const command = /** @type {HTMLInputElement} */ (h("input", { name: "command", placeholder: "claude-agent-acp" }));
   const args = /** @type {HTMLInputElement} */ (h("input", { name: "args", placeholder: "acp" }));
   const env = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "env", rows: 2, placeholder: "ANTHROPIC_API_KEY=… (one NAME=value a line)" }));
   // An alert only while it says something: a hidden one would still be the panel's alert.

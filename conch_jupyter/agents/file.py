@@ -73,7 +73,7 @@ class StoredProvider(pydantic.BaseModel):
     def _acp_has_a_command(self) -> StoredProvider:
         if self.kind == "acp" and not self.command:
             raise ValueError(
-                "An ACP agent needs the command that starts it (for example claude-code-acp)."
+                "An ACP agent needs the command that starts it (for example claude-agent-acp)."
             )
         if self.kind != "acp" and (self.command or self.args):
             raise ValueError("Only an ACP agent has a command to run.")

@@ -24,9 +24,9 @@ from typing import Any
 from ..notebook.rules import MAX_CALLS_PER_TURN, NOTEBOOK_TOOLS
 from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ToolCall
+from .rules import SERVER_NAME
 
 PROTOCOL_VERSION = "2025-06-18"
-SERVER_NAME = "conch-notebook"
 NOT_IN_TURN = "Not run: the notebook's tools work only during your turn in the chat."
 
 

@@ -14,26 +14,51 @@ path). Conch answers each such question from three things:
   because the request could now be one those words talked the agent into.
 An answer is only ever the user's: nothing the agent (or any agent) says is read as a yes.
 
+But an agent asks only what its own settings say (a user's `allow` rule, OpenCode's default
+"run everything"), so the mode must bind what it *does*:
+- **they ask before every change**: `asking_setup` is the agent's own setting, checked before its
+  other rules, that makes it ask about every tool call that can change something (Claude Code's
+  `ask` rules as flag settings, Codex's `untrusted` approval policy, OpenCode's
+  `OPENCODE_PERMISSION`, Goose's `approve` mode, Gemini's `default` mode); `mode_to_leave` moves
+  an agent out of a mode that skips questions. An agent Conch cannot make ask (None) gets no turn
+  in a Read chat (`no_read_turn`).
+- **trust, but watch**: `acted_unasked` says when a tool call the agent reports running was a
+  change it should have asked about: the turn ends then, in words.
+- **Conch's own tools judge themselves**: a question about one of the notebook tools Conch offers
+  over MCP (`conch_tool`) passes; the tool's own rule (NotebookTools) asks, once.
+
 `command_refusal` is the one place that says whether a command may be run at all (the
 administrator's policy hooks in there).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..notebook.rules import Ending
+from ..notebook.rules import NOTEBOOK_TOOLS, Ending
 from ..store.rows import Mode
 
 Permission = Literal["allow", "ask", "refuse"]
 
+# The name the notebook's tools go by when Conch offers them over MCP (coding/mcp.py).
+SERVER_NAME = "conch-notebook"
+
 READING_KINDS = frozenset({"read", "search", "think", "fetch"})
 # Stop's grace: a prompt that has not ended this long after `session/cancel` ends with its process.
 CANCEL_GRACE_SECONDS = 2.0
+# One process per coding agent holds at most this many chats' sessions open at once
+# (claude-agent-acp runs a ~200 MB CLI per session): the least recently used is closed, and taken
+# up again when its chat speaks (`c.ConchApp.acp_live_sessions`).
+LIVE_SESSIONS = 4
+# A coding agent's process with no turn running for this long ends; the next turn starts it
+# again and resumes the chat's session (`c.ConchApp.acp_idle_seconds`).
+IDLE_SECONDS = 600.0
 # How long a coding agent may take to start and open its session (an adapter run through npx
 # may first fetch itself).
 START_SECONDS = 120.0
@@ -62,13 +87,184 @@ class KnownAgent:
 
 KNOWN_AGENTS: tuple[KnownAgent, ...] = (
     KnownAgent(
-        "Claude Code", "claude-code-acp", (), "Anthropic's coding agent (@zed-industries adapter)"
+        "Claude Code",
+        "claude-agent-acp",
+        (),
+        "Anthropic's coding agent (@zed-industries/claude-agent-acp)",
     ),
-    KnownAgent("Codex", "codex-acp", (), "OpenAI's coding agent (@zed-industries adapter)"),
-    KnownAgent("Gemini CLI", "gemini", ("--experimental-acp",), "Google's coding agent"),
+    KnownAgent(
+        "Claude Code", "claude-code-acp", (), "Anthropic's coding agent (the adapter's older name)"
+    ),
+    KnownAgent("Codex", "codex-acp", (), "OpenAI's coding agent (@zed-industries/codex-acp)"),
+    KnownAgent("Gemini CLI", "gemini", ("--acp",), "Google's coding agent"),
     KnownAgent("Goose", "goose", ("acp",), "Block's open-source agent"),
     KnownAgent("OpenCode", "opencode", ("acp",), "the open-source coding agent"),
 )
+
+
+# --- they ask before every change ---
+
+# Claude Code's tools that change something: each is an `ask` rule, which its CLI checks before
+# the mode and before the user's own `allow` rules.
+CLAUDE_ASK = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "KillShell")
+# OpenCode's permissions that change something, each set to "ask" (checked before its defaults).
+OPENCODE_ASK = ("edit", "bash", "external_directory")
+# Mode names (ACP session modes or a `mode` config option's values) that let tool calls pass
+# unasked. A mode name is no lock: Claude's `plan` lets every tool pass wherever bypass is
+# available, so it counts too.
+SKIPPING_MODES = frozenset(
+    {"bypassPermissions", "acceptEdits", "dontAsk", "plan", "full-access", "yolo", "autoEdit"}
+)
+# Where Conch moves an agent that starts in one of them: the first of these it offers.
+ASKING_MODES = ("default", "read-only", "ask", "approve", "build")
+
+
+@dataclass(frozen=True)
+class AskingSetup:
+    """What makes one agent ask before every change: extra arguments, environment and
+    `session/new` `_meta`, all of its own settings."""
+
+    agent: str  # which known agent it was taken for (words: "Claude Code")
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _program(command: str) -> str:
+    name = os.path.basename(command.strip())
+    return name[:-4] if name.lower().endswith(".cmd") else name
+
+
+def asking_setup(command: str, args: Sequence[str] = ()) -> AskingSetup | None:
+    """The agent's own setting that makes it ask before every change; None when Conch knows
+    none for this command (then it gets no turn in a Read chat)."""
+    program = _program(command)
+    if program in ("claude-agent-acp", "claude-code-acp"):
+        settings = {"permissions": {"ask": list(CLAUDE_ASK)}}
+        options = {"extraArgs": {"settings": json.dumps(settings)}}
+        return AskingSetup("Claude Code", meta={"claudeCode": {"options": options}})
+    if program == "codex-acp":
+        return AskingSetup("Codex", args=("-c", 'approval_policy="untrusted"'))
+    if program == "opencode" and "acp" in args:
+        permission = {name: "ask" for name in OPENCODE_ASK}
+        return AskingSetup("OpenCode", env={"OPENCODE_PERMISSION": json.dumps(permission)})
+    if program == "goose" and "acp" in args:
+        return AskingSetup("Goose", env={"GOOSE_MODE": "approve"})
+    if program == "gemini" and ("--acp" in args or "--experimental-acp" in args):
+        return AskingSetup("Gemini CLI", args=("--approval-mode", "default"))
+    return None
+
+
+def mode_to_leave(current: str | None, offered: Iterable[str]) -> str | None:
+    """The mode to move an agent to when `current` skips questions; None when it need not move
+    (or offers no mode that asks: then the watch and the questions still hold)."""
+    if current is None or current not in SKIPPING_MODES:
+        return None
+    offered = [o for o in offered if o not in SKIPPING_MODES]
+    for wanted in ASKING_MODES:
+        if wanted in offered:
+            return wanted
+    return offered[0] if offered else None
+
+
+def no_read_turn(name: str) -> str:
+    return (
+        f"{name} gets no turn in a Read chat: Conch knows no setting of its own that makes it "
+        "ask before it changes something, so Read could not hold it. Switch to Ask to let it "
+        "work with your yes."
+    )
+
+
+# --- trust, but watch ---
+
+_CONCH_TOOL = re.compile(r"(?:mcp__)?" + re.escape(SERVER_NAME) + r"(?:__|[./:]|\s+)\s*([a-z_]+)\b")
+_NOTEBOOK_TOOL_NAMES = frozenset(t.name for t in NOTEBOOK_TOOLS)
+
+
+def conch_tool(title: str, meta_tool: str | None = None, raw_input: Any = None) -> str | None:
+    """The notebook tool Conch offers over MCP that this tool call is, if it is one: Claude
+    names it `mcp__conch-notebook__<tool>` (kind `other`), Codex shows `conch-notebook.<tool>`
+    (no kind)."""
+    candidates = [meta_tool or "", title]
+    if isinstance(raw_input, Mapping):
+        server, tool = raw_input.get("server"), raw_input.get("tool")
+        if server == SERVER_NAME and isinstance(tool, str):
+            candidates.insert(0, f"{SERVER_NAME}.{tool}")
+    for text in candidates:
+        found = _CONCH_TOOL.search(text or "")
+        if found and found.group(1) in _NOTEBOOK_TOOL_NAMES:
+            return found.group(1)
+    return None
+
+
+# Commands that only read, as an agent's own rules let them run unasked (Codex's "known safe"
+# list under `untrusted`: `git status`, `pwd`…, reported as kind `execute`). Only a bare command
+# counts: any redirection, pipe, chaining or substitution makes it a possible change.
+READING_PROGRAMS = frozenset(
+    {
+        "ls",
+        "pwd",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "echo",
+        "grep",
+        "rg",
+        "nl",
+        "stat",
+        "which",
+        "whoami",
+        "true",
+        "false",
+        "file",
+        "du",
+        "df",
+    }
+)
+READING_GIT = frozenset({"status", "log", "diff", "show"})
+_SHELL_SIGNS = re.compile(r"[;&|<>`$\n\\]")
+_FIND_ACTIONS = re.compile(r"(?:^|\s)-(?:exec|execdir|ok|okdir|delete|fprint\w*|fls)\b")
+
+
+def reads_only(command: str | None) -> bool:
+    """Whether a command only reads (for the watch: such a command run unasked is no change)."""
+    if not command or _SHELL_SIGNS.search(command):
+        return False
+    words = command.split()
+    program = os.path.basename(words[0])
+    if program in READING_PROGRAMS:
+        return True
+    if program == "find":
+        return not _FIND_ACTIONS.search(command)
+    if program == "git" and len(words) > 1:
+        return words[1] in READING_GIT and "--output" not in command
+    return False
+
+
+def acted_unasked(
+    *,
+    mode: Mode,
+    tainted: bool,
+    kind: str | None,
+    status: str | None,
+    asked: bool,
+    command: str | None = None,
+) -> bool:
+    """Whether a tool call the agent reports is a change made without asking where this chat
+    wanted a question: a changing kind (unknown kinds included) done, never asked about, in
+    Read, Ask or a tainted Auto. Only `completed` is proof: OpenCode reports a call
+    `in_progress` before it asks about it. A command that only reads (`reads_only`) is no
+    change, whatever kind it came as."""
+    if asked or kind in READING_KINDS or status != "completed" or reads_only(command):
+        return False
+    return mode != "auto" or tainted
+
+
+def unasked_words(name: str, what: str) -> str:
+    return (
+        f"{name} ran {what} without asking you: its own settings allow it. Conch stopped its turn."
+    )
 
 
 def found_agents(which: Callable[[str], str | None] = shutil.which) -> list[dict[str, Any]]:
@@ -125,6 +321,10 @@ def chosen_option(options: Iterable[Any], allow: bool) -> str | None:
     wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
     by_kind: dict[str, str] = {}
     for option in options:
+        # A yes that would move the agent into a mode that skips questions (Claude's way out of
+        # `plan` offers "bypassPermissions" and "acceptEdits") is never Conch's to give.
+        if allow and str(option.option_id) in SKIPPING_MODES:
+            continue
         by_kind.setdefault(str(getattr(option, "kind", "")), str(option.option_id))
     # An "always" is taken only when it is the sole way to say yes/no; Conch still asks anew.
     for kind in wanted:
@@ -167,15 +367,58 @@ def prompt_text(system: str, turns: Sequence[tuple[str, str]]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def detail_of(raw_input: Any, content: Any, locations: Any) -> str:
-    """What a permission question shows in full: the command, the diff, or the path."""
-    lines: list[str] = []
+_SHELL = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z)?sh$")
+
+
+# Gemini CLI's shell question: no rawInput, the command only in the title, and this as content.
+_GEMINI_SHELL = re.compile(r"^\[current working directory [^\]]*\]\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def _gemini_shell(content: Any) -> re.Match[str] | None:
+    for item in content or ():
+        text = getattr(getattr(item, "content", None), "text", None)
+        found = _GEMINI_SHELL.match(text) if isinstance(text, str) else None
+        if found:
+            return found
+    return None
+
+
+def command_of(raw_input: Any, title: str = "", content: Any = None) -> str | None:
+    """The command a tool call will run, whichever field the agent put it in: `rawInput`'s
+    `command` or `cmd` (a string, or a list such as Codex's `["/bin/bash", "-lc", "…"]`), or
+    the title when the content says it is a shell command (Gemini's)."""
+    if not isinstance(raw_input, Mapping):
+        return title.strip() or None if title and _gemini_shell(content) else None
+    command = raw_input.get("command") or raw_input.get("cmd")
+    if isinstance(command, list) and command:
+        words = [str(c) for c in command]
+        # `bash -lc "<script>"`: the script is what will happen.
+        if len(words) == 3 and _SHELL.match(words[0]) and words[1] in ("-c", "-lc"):
+            return words[2]
+        return " ".join(words)
+    return command if isinstance(command, str) and command else None
+
+
+def about_of(raw_input: Any, content: Any = None) -> str:
+    """The agent's own words about a call (Claude's `description`, Gemini's in parentheses),
+    shown apart, in plain words."""
     if isinstance(raw_input, Mapping):
-        command = raw_input.get("command") or raw_input.get("cmd")
-        if isinstance(command, list):
-            command = " ".join(str(c) for c in command)
-        if isinstance(command, str) and command:
-            lines.append(f"$ {command}")
+        about = raw_input.get("description")
+        if isinstance(about, str):
+            return about.strip()[:2000]
+    found = _gemini_shell(content)
+    return (found.group(1) or "").strip()[:2000] if found else ""
+
+
+def detail_of(raw_input: Any, content: Any, locations: Any, title: str = "") -> str:
+    """What a permission question shows in full, once: the command, the diff, or the path. The
+    agent's own description (about_of) is not part of it; a title that is only a folder or a
+    command already shown says nothing more."""
+    lines: list[str] = []
+    command = command_of(raw_input, title, content)
+    if command:
+        lines.append(f"$ {command}")
+    about = about_of(raw_input, content)
     for item in content or ():
         path = getattr(item, "path", None)
         new = getattr(item, "new_text", None)
@@ -187,14 +430,22 @@ def detail_of(raw_input: Any, content: Any, locations: Any) -> str:
             continue
         inner = getattr(item, "content", None)
         text = getattr(inner, "text", None)
-        if isinstance(text, str) and text:
+        if isinstance(text, str) and text and text.strip() != about and not command:
             lines.append(text)
+    # Where a command runs (OpenCode reports its folder as the call's location) is no news.
+    here = raw_input.get("cwd") if isinstance(raw_input, Mapping) else None
     for location in locations or ():
         path = getattr(location, "path", None)
-        if isinstance(path, str) and all(path not in line for line in lines):
+        if isinstance(path, str) and path != here and all(path not in line for line in lines):
             lines.append(path)
-    if not lines and raw_input is not None:
-        lines.append(str(raw_input))
+    if not lines and isinstance(raw_input, Mapping):
+        path = raw_input.get("filePath") or raw_input.get("file_path") or raw_input.get("path")
+        if isinstance(path, str) and path:
+            lines.append(path)
+    if not lines and raw_input:
+        lines.append(
+            json.dumps(raw_input, default=str) if isinstance(raw_input, Mapping) else str(raw_input)
+        )
     detail = "\n".join(lines)
     if len(detail) > DETAIL_LIMIT:
         detail = detail[:DETAIL_LIMIT] + f"\n[cut: {len(detail):,} characters in all]"

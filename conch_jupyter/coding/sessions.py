@@ -1,19 +1,30 @@
-"""CodingAgents: coding agents (Claude Code, Codex, Goose… over ACP) taking a turn in a chat.
+"""CodingAgents: coding agents (Claude Code, Codex, OpenCode… over ACP) taking a turn in a chat.
 
-Owns the agents' processes and ACP sessions: one session per chat and agent, started (process,
-`initialize`, `new_session` in the notebook's folder) on its first turn and kept while the server
-runs; a turn is one `session/prompt`. While it runs, the agent's message chunks stream as the
-reply (`on_text`), its thoughts are kept folded in one quiet line, and its tool calls and plan
-become quiet `tool` messages (`tool: "acp"`, title, kind, state). Its permission requests are
-answered under the chat's mode and taint (rules.py); those that ask wait for the user's yes
-through NotebookTools, so they are listed, answered and skipped like a run of the notebook's.
+Owns the turn, and which process and session a turn runs on (connection.py holds the process
+and its sessions). One process per coding agent, whatever the number of chats; one ACP session
+per chat on it, opened on the chat's first turn; at most `live_sessions` open at once (the least
+recently used with no turn running is closed, `session/close`, and taken up again when its chat
+speaks); a process none of whose sessions has a turn running for `idle_seconds` ends, and the
+next turn starts it again and resumes the chat's session. A turn is one `session/prompt`. While
+it runs, the agent's message chunks stream as the reply (`on_text`), its thoughts are kept folded
+in one quiet line, and its tool calls and plan become quiet `tool` messages (`tool: "acp"`,
+title, kind, state). Its permission requests are answered under the chat's mode and taint
+(rules.py); those that ask wait for the user's yes through NotebookTools, so they are listed,
+answered and skipped like a run of the notebook's. A changing tool call it reports done without
+having asked, where the chat wanted a question, ends the turn in words (rules.acted_unasked).
 
 Stop (`stop`, called by the round before it skips what asks, and any cancellation of the turn)
-sends `session/cancel`, answers the pending permissions `cancelled`, and ends the process if
-the prompt has not ended CANCEL_GRACE_SECONDS later; the next turn starts a new one. A process
-that exits mid-turn, or says nothing for QUIET_SECONDS while no question waits for the user, ends
-the turn with a ProviderError in words (the round ends with `error`). stderr goes to the server
-log, never the chat.
+sends `session/cancel`, answers the pending permissions `cancelled`, and ends the process group
+if the prompt has not ended CANCEL_GRACE_SECONDS later; the stopped session is not used again
+(the next turn opens a new one given the history). A process that exits mid-turn, or says
+nothing for QUIET_SECONDS while no question waits for the user, ends the turn with a
+ProviderError in words (the round ends with `error`). stderr goes to the server log, never the
+chat.
+
+It stays one room past 500 lines: what the agent sends, its questions and the lines it leaves all
+read and write the running turn's state and the chat's store, and split apart they would only
+pass that state back and forth; the process and its sessions live in connection.py, the rules
+in rules.py.
 
 May import: core, store, providers, agents, notebook (the rounds import this).
 """
@@ -22,14 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import acp
 from acp import schema
@@ -41,19 +52,30 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
-from .mcp import SERVER_NAME, McpBinding, McpEndpoint
+from .connection import AgentProcess, ChatSession, cancelled
+from .mcp import McpEndpoint
 from .rules import (
     CANCEL_GRACE_SECONDS,
+    IDLE_SECONDS,
+    LIVE_SESSIONS,
     QUIET_SECONDS,
     REFUSED_WORDS,
+    SERVER_NAME,
     START_SECONDS,
     TOOL_LINES,
+    about_of,
+    acted_unasked,
+    asking_setup,
     child_env,
     chosen_option,
+    command_of,
     command_refusal,
+    conch_tool,
     detail_of,
+    no_read_turn,
     permission,
     tool_state,
+    unasked_words,
     workdir,
 )
 
@@ -62,7 +84,6 @@ log = logging.getLogger(__name__)
 ACP = "acp"  # the tool name of every line an ACP agent's work leaves in the chat
 # All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
 REPLY_CHARS = 2_000_000
-STDERR_LINE = 2_000
 _TICK = 0.25  # how often a waiting turn looks whether the agent went quiet
 
 
@@ -88,6 +109,10 @@ class _Tool:
     output: str = ""
     logged: bool = False  # its line is in the chat (an ended call, refused or skipped)
     ending: Ending | None = None  # decided by Conch: refused / skipped
+    asked: bool = False  # it came through a permission question
+    about: str = ""  # the agent's own words about it (shown apart from the detail)
+    command: str = ""  # the command it runs, if it runs one
+    conch: str | None = None  # the notebook tool Conch offers over MCP that it is, if any
 
 
 @dataclass
@@ -105,60 +130,16 @@ class _Turn:
     asking: int = 0  # questions waiting for the user: the quiet clock does not run
     stopping: bool = False
     flooded: bool = False
+    # A change it made without asking, where the chat wanted a question: the turn ends.
+    unasked: _Tool | None = None
     tainted: bool = False
     cost_usd: float | None = None
     writes: list[asyncio.Task[Any]] = field(default_factory=list)
 
 
-@dataclass
-class _Session:
-    chat: str
-    agent: str
-    name: str
-    stack: AsyncExitStack
-    conn: Any  # acp.ClientSideConnection
-    process: asyncio.subprocess.Process
-    session_id: str = ""
-    spoke: bool = False  # it has had a prompt: the next one needs only what came since
-    heard: str | None = None  # the id of the newest message it was given
-    turn: _Turn | None = None
-    ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
-    dead: bool = False
-    cost_seen: float = 0.0  # the session's cumulative cost as the agent last reported it
-    mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
-    binding: McpBinding | None = None
-
-
-class _Client:
-    """The ACP client side of one session: what the agent may call on Conch. Only updates and
-    permission questions (no `fs/*` or `terminal/*`: none is declared)."""
-
-    def __init__(self, owner: CodingAgents) -> None:
-        self.owner = owner
-        self.session: _Session | None = None
-
-    def on_connect(self, conn: Any) -> None:
-        pass
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if self.session is not None:
-            self.owner._update(self.session, update)
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
-    ) -> schema.RequestPermissionResponse:
-        if self.session is None:
-            return _cancelled()
-        return await self.owner._permission(self.session, tool_call, options)
-
-
-def _cancelled() -> schema.RequestPermissionResponse:
-    return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
-
-
 def _selected(option_id: str | None) -> schema.RequestPermissionResponse:
     if option_id is None:
-        return _cancelled()
+        return cancelled()
     return schema.RequestPermissionResponse(
         outcome=schema.AllowedOutcome(outcome="selected", option_id=option_id)
     )
@@ -176,6 +157,8 @@ class CodingAgents:
         secrets: Callable[[], set[str]] = set,
         quiet_seconds: float = QUIET_SECONDS,
         grace_seconds: float = CANCEL_GRACE_SECONDS,
+        live_sessions: int = LIVE_SESSIONS,
+        idle_seconds: float = IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         mcp: McpEndpoint | None = None,
     ) -> None:
@@ -188,11 +171,14 @@ class CodingAgents:
         self.secrets = secrets  # the kernel key and the Jupyter token: never in an agent's env
         self.quiet_seconds = quiet_seconds
         self.grace_seconds = grace_seconds
+        self.live_sessions = max(1, live_sessions)
+        self.idle_seconds = idle_seconds
         self.clock = clock
         self.reply_chars = REPLY_CHARS
         self.start_seconds = START_SECONDS
-        self._sessions: dict[tuple[str, str], _Session] = {}
-        self._starting: dict[tuple[str, str], asyncio.Lock] = {}
+        self._processes: dict[str, AgentProcess] = {}  # one per coding agent
+        self._chats: dict[tuple[str, str], ChatSession] = {}  # one per chat and agent
+        self._starting: dict[str, asyncio.Lock] = {}
         self._ending: set[asyncio.Task[None]] = set()
         # What each agent's last start did, for its card in Settings.
         self.status: dict[str, dict[str, Any]] = {}
@@ -213,32 +199,41 @@ class CodingAgents:
         """One turn of `agent` in the chat: one `session/prompt`. `fresh_text(heard)` gives the
         prompt's text and the newest message's id: the recent chat for a new session (None),
         else what came after the last message this session was given.
-        Raises ProviderError (words) when the agent cannot start, crashes or hangs."""
-        session = await self._session(conversation_id, agent, provider, path)
+        Raises ProviderError (words) when the agent cannot start, crashes or hangs, acts without
+        asking where the chat wanted a question, or may not take a turn in a Read chat."""
+        conversation = self.store.get_conversation(conversation_id)
+        setup = asking_setup(provider.command, provider.args)
+        if setup is None and conversation is not None and conversation.mode == "read":
+            raise ProviderError(no_read_turn(agent.name))
         turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
-        session.turn = turn
+        process, session = await self._session(conversation_id, agent, provider, path, turn)
         if session.binding is not None:  # its MCP calls count in this turn, under this place
             session.binding.caller, session.binding.calls = turn.caller, 0
             session.binding.in_turn = True
         prompt_text, session.heard = fresh_text(session.heard if session.spoke else None)
         session.spoke = True
         prompt = asyncio.ensure_future(
-            session.conn.prompt(session_id=session.session_id, prompt=[acp.text_block(prompt_text)])
+            process.conn.prompt(session_id=session.session_id, prompt=[acp.text_block(prompt_text)])
         )
         try:
             while True:
                 done, _ = await asyncio.wait({prompt}, timeout=_TICK)
-                if done and not turn.flooded:
+                if done and not turn.flooded and turn.unasked is None:
                     break
+                if turn.unasked is not None:
+                    self._end_turn(process, session, turn, prompt)
+                    self._mark_unasked(session.agent)
+                    what = _what_it_ran(turn.unasked)
+                    raise ProviderError(unasked_words(agent.name, what))
                 if turn.flooded:
-                    self._end_turn(session, turn, prompt)
+                    self._end_turn(process, session, turn, prompt)
                     raise ProviderError(
                         f"{agent.name} said more than {self.reply_chars:,} characters in one"
                         " reply;"
                         " Conch stopped it."
                     )
                 if turn.asking == 0 and self.clock() - turn.heard > self.quiet_seconds:
-                    self._end_turn(session, turn, prompt, grace=0.0)
+                    self._end_turn(process, session, turn, prompt, grace=0.0)
                     raise ProviderError(
                         f"{agent.name} said nothing for {self.quiet_seconds:g} seconds mid-turn;"
                         " Conch ended its process (the next turn starts it again)."
@@ -250,7 +245,7 @@ class CodingAgents:
                     f"{agent.name} answered with an error: {clean_text(str(error))[:300]}"
                 ) from None
             except (ConnectionError, OSError, EOFError):
-                code = await self._gone(session)
+                code = await self._gone(process)
                 raise ProviderError(
                     f"{agent.name}'s process ended mid-turn{code}; the next turn starts it again."
                 ) from None
@@ -264,7 +259,7 @@ class CodingAgents:
                 session.cost_seen = max(session.cost_seen, turn.cost_usd)
             return CodingResult(usage, cost, str(response.stop_reason))
         except asyncio.CancelledError:
-            self._end_turn(session, turn, prompt)
+            self._end_turn(process, session, turn, prompt)
             raise
         finally:
             if session.binding is not None:
@@ -272,70 +267,116 @@ class CodingAgents:
             await self._flush(session, turn)
             if session.turn is turn:
                 session.turn = None
+            self._idle_later(process)
 
     def stop(self, conversation_id: str) -> None:
         """Stop pressed: every running ACP turn of the chat is cancelled (its questions answer
         `cancelled`, its process ends if it does not stop within the grace)."""
-        for session in list(self._sessions.values()):
+        for session in list(self._chats.values()):
             if session.chat == conversation_id and session.turn is not None:
                 session.turn.stopping = True
 
     async def close(self) -> None:
-        """The server stops: end every agent's process."""
-        for session in list(self._sessions.values()):
-            self._kill(session)
+        """The server stops: end every agent's process group."""
+        for process in list(self._processes.values()):
+            self._end(process)
         ending = list(self._ending)
         await asyncio.gather(*ending, return_exceptions=True)
 
     def card(self, agent_id: str) -> dict[str, Any] | None:
-        """What the agent's card in Settings says of its last start (None: not started yet)."""
+        """What the agent's card in Settings says of its last start (None: not started yet), and
+        `acts_unasked` once it changed something without asking where a question was wanted."""
         return self.status.get(agent_id)
 
-    # --- the session ---
+    def process_of(self, agent_id: str) -> AgentProcess | None:
+        """The agent's process while it runs (for the tests and the benchmarks)."""
+        process = self._processes.get(agent_id)
+        return process if process is not None and process.alive else None
+
+    def _mark_unasked(self, agent_id: str) -> None:
+        self.status.setdefault(agent_id, {"started": True, "problem": None})
+        self.status[agent_id]["acts_unasked"] = True
+
+    # --- the process and the chat's session on it ---
 
     async def _session(
-        self, chat: str, agent: Agent, provider: ProviderConfig, path: str | None
-    ) -> _Session:
+        self, chat: str, agent: Agent, provider: ProviderConfig, path: str | None, turn: _Turn
+    ) -> tuple[AgentProcess, ChatSession]:
+        """The agent's process (started when needed) and the chat's session open on it, with
+        `turn` as its running turn."""
         key = (chat, agent.id)
-        lock = self._starting.setdefault(key, asyncio.Lock())
+        session = self._chats.get(key)
+        if session is None:
+            session = self._chats[key] = ChatSession(chat, agent.id, agent.name)
+        if session.ending is not None:
+            await asyncio.wait({session.ending})  # Stop's grace: it ends or is ended
+        lock = self._starting.setdefault(agent.id, asyncio.Lock())
         async with lock:
-            session = self._sessions.get(key)
-            if session is not None and session.ending is not None:
-                await asyncio.wait({session.ending})  # Stop's grace: it ends or is ended
-                session = self._sessions.get(key)
-            if session is not None and not session.dead and session.process.returncode is None:
-                return session
-            if session is not None:
-                self._sessions.pop(key, None)
-            session = await self._start(chat, agent, provider, path)
-            self._sessions[key] = session
-            return session
+            process = await self._process(agent, provider, path)
+            session.used = self.clock()
+            if session.stopped:
+                # After Stop an adapter may still send the stopped turn's words, even as the
+                # answer to the next prompt (claude-agent-acp does): that session is closed, and
+                # the chat's next turn opens a new one given the history.
+                if session.open:
+                    await process.close(session)
+                self._forget_key(session)
+                session.session_id, session.spoke, session.stopped = "", False, False
+            if not session.open:
+                await self._make_room(process)
+                cwd = workdir(self.root_dir, path)
+                try:
+                    await asyncio.wait_for(
+                        process.open(session, cwd, self._mcp_servers(process, session)),
+                        timeout=self.start_seconds,
+                    )
+                except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
+                    why = _why(error)
+                    self._end(process)
+                    self.status[agent.id] = {"started": False, "problem": why}
+                    raise ProviderError(
+                        f"{agent.name} started but did not open a session ({why})."
+                    ) from None
+            session.turn = turn
+            if process.idle is not None:
+                process.idle.cancel()
+                process.idle = None
+        return process, session
 
-    async def _start(
-        self, chat: str, agent: Agent, provider: ProviderConfig, path: str | None
-    ) -> _Session:
+    async def _process(
+        self, agent: Agent, provider: ProviderConfig, path: str | None
+    ) -> AgentProcess:
+        """The agent's one process: the running one unless it ended or its provider changed."""
+        setup = asking_setup(provider.command, provider.args)
+        args = (*provider.args, *(setup.args if setup else ()))
+        base = os.environ if self.base_env is None else self.base_env
+        own = {**(provider.env or {}), **(setup.env if setup else {})}
+        env = child_env(base, own, self.secrets())
+        fingerprint = json.dumps([provider.command, args, sorted(own.items())])
+        process = self._processes.get(agent.id)
+        if process is not None and process.alive and process.fingerprint == fingerprint:
+            return process
+        if process is not None:
+            self._end(process)
         refusal = command_refusal(provider.command, provider.args)
         if refusal:
             raise ProviderError(f"{agent.name} cannot start: {refusal}")
-        cwd = workdir(self.root_dir, path)
-        base = os.environ if self.base_env is None else self.base_env
-        env = child_env(base, provider.env, self.secrets())
-        client = _Client(self)
-        stack = AsyncExitStack()
+        process = AgentProcess(
+            agent=agent.id,
+            name=agent.name,
+            command=provider.command,
+            args=args,
+            env=env,
+            cwd=workdir(self.root_dir, path),
+            setup=setup,
+            dispatch=self,
+            fingerprint=fingerprint,
+        )
         started = self.clock()
         try:
-            conn, process = await stack.enter_async_context(
-                acp.spawn_agent_process(
-                    cast(Any, client),  # it answers only what Conch declares (see _Client)
-                    provider.command,
-                    *provider.args,
-                    env=env,
-                    cwd=cwd,
-                    transport_kwargs={"stderr": asyncio.subprocess.PIPE},
-                )
-            )
+            await asyncio.wait_for(process.start(), timeout=self.start_seconds)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
-            await stack.aclose()
+            self._end(process)
             words = (
                 f"the command “{provider.command}” was not found"
                 if isinstance(error, FileNotFoundError)
@@ -343,112 +384,126 @@ class CodingAgents:
             )
             self.status[agent.id] = {"started": False, "problem": words}
             raise ProviderError(f"{agent.name} could not start: {words}.") from None
-        session = _Session(chat, agent.id, agent.name, stack, conn, process)
-        client.session = session
-        if process.stderr is not None:
-            reading = asyncio.create_task(_log_stderr(agent.name, process.stderr))
-            stack.push_async_callback(_stop_task, reading)
-        try:
-            await asyncio.wait_for(
-                self._open(session, cwd, Caller(agent.id, agent.name)), timeout=self.start_seconds
-            )
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
-            why = (
-                "it did not answer"
-                if isinstance(error, asyncio.TimeoutError)
-                else f"{type(error).__name__}: {clean_text(str(error))[:200]}"
-            )
-            self._kill(session)
+            why = _why(error)
+            self._end(process)
             self.status[agent.id] = {"started": False, "problem": why}
             raise ProviderError(
                 f"{agent.name} started but did not open a session ({why})."
             ) from None
         except asyncio.CancelledError:
-            self._kill(session)
+            self._end(process)
             raise
+        self._processes[agent.id] = process
         self.status[agent.id] = {
+            **{k: v for k, v in self.status.get(agent.id, {}).items() if k == "acts_unasked"},
             "started": True,
             "problem": None,
             "seconds": round(self.clock() - started, 3),
         }
-        return session
+        return process
 
-    async def _open(self, session: _Session, cwd: str, caller: Caller) -> None:
-        hello = await session.conn.initialize(
-            protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=schema.ClientCapabilities(),
-            client_info=schema.Implementation(name="conch-jupyter", version="0.1.0"),
+    async def _make_room(self, process: AgentProcess) -> None:
+        """Open sessions are bounded (`live_sessions`): the least recently used ones with no turn
+        running are closed; their chats take them up again when they speak."""
+        idle = sorted(
+            (s for s in process.sessions.values() if s.turn is None), key=lambda s: s.used
         )
-        made = await session.conn.new_session(
-            cwd=cwd, mcp_servers=self._mcp_servers(session, hello, caller)
-        )
-        session.session_id = made.session_id
+        while len(process.sessions) >= self.live_sessions and idle:
+            oldest = idle.pop(0)
+            self._forget_key(oldest)
+            await process.close(oldest)
 
-    def _mcp_servers(self, session: _Session, hello: Any, caller: Caller) -> list[Any]:
+    def _idle_later(self, process: AgentProcess) -> None:
+        """A process none of whose sessions has a turn running ends after `idle_seconds`; the
+        chats' next turns start it again and take their sessions up again."""
+        if process.dead or any(s.turn is not None for s in process.sessions.values()):
+            return
+        if process.idle is not None:
+            process.idle.cancel()
+        loop = asyncio.get_running_loop()
+        process.idle = loop.call_later(self.idle_seconds, self._idle_end, process)
+
+    def _idle_end(self, process: AgentProcess) -> None:
+        process.idle = None
+        if any(s.turn is not None for s in process.sessions.values()):
+            return
+        log.info("Conch: %s was idle for %g s; ending it", process.name, self.idle_seconds)
+        self._end(process)
+
+    def _mcp_servers(self, process: AgentProcess, session: ChatSession) -> list[Any]:
         """The notebook's tools for this session, when the agent takes MCP over HTTP and the
         server's address is known: one server, bound to this chat and agent by its own key."""
-        capabilities = getattr(hello, "agent_capabilities", None)
-        mcp = getattr(capabilities, "mcp_capabilities", None)
         url = self.mcp.url() if self.mcp is not None else None
-        if self.mcp is None or not url or not getattr(mcp, "http", False):
+        if self.mcp is None or not url or not process.takes_http_mcp():
             return []
-        session.mcp_key, session.binding = self.mcp.bind(session.chat, caller)
+        self._forget_key(session)
+        session.mcp_key, session.binding = self.mcp.bind(
+            session.chat, Caller(session.agent, session.name)
+        )
         auth = schema.HttpHeader(name="Authorization", value=f"Bearer {session.mcp_key}")
         return [schema.HttpMcpServer(type="http", name=SERVER_NAME, url=url, headers=[auth])]
 
-    async def _gone(self, session: _Session) -> str:
-        """The process ended (or its pipe closed): forget the session; its exit code in words."""
+    def _forget_key(self, session: ChatSession) -> None:
+        """Its key to the notebook's tools opens nothing from now on."""
+        if self.mcp is not None and session.mcp_key:
+            self.mcp.unbind(session.mcp_key)
+        session.mcp_key, session.binding = "", None
+
+    async def _gone(self, process: AgentProcess) -> str:
+        """The process ended (or its pipe closed): its exit code in words; its group ended."""
         # Its own exit code first (its pipe closes just before it is reaped), then the kill.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(session.process.wait(), timeout=1.0)
-        code = session.process.returncode
-        self._kill(session)
+        if process.process is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.process.wait(), timeout=1.0)
+        code = process.process.returncode if process.process is not None else None
+        self._end(process)
         return f" (exit code {code})" if code is not None else ""
 
-    def _kill(self, session: _Session) -> None:
-        session.dead = True
-        if self.mcp is not None and session.mcp_key:
-            self.mcp.unbind(session.mcp_key)  # its key opens nothing from now on
-        key = (session.chat, session.agent)
-        if self._sessions.get(key) is session:
-            self._sessions.pop(key, None)
-        if session.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                session.process.kill()
-        task = asyncio.ensure_future(_close_quietly(session.stack))
+    def _end(self, process: AgentProcess) -> None:
+        """End the agent's whole process group; its chats' sessions are taken up again later."""
+        if self._processes.get(process.agent) is process:
+            self._processes.pop(process.agent, None)
+        task = process.end(self._forget_key)
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
     def _end_turn(
         self,
-        session: _Session,
+        process: AgentProcess,
+        session: ChatSession,
         turn: _Turn,
         prompt: asyncio.Future[Any],
         grace: float | None = None,
     ) -> None:
-        """Stop's path (and a flood's, a hang's): `session/cancel` now, the questions answered
-        `cancelled` (they see `stopping`), the process ended if the prompt has not ended after
-        the grace."""
+        """Stop's path (and a flood's, a hang's, a change made unasked): `session/cancel` now,
+        the questions answered `cancelled` (they see `stopping`), the process group ended if the
+        prompt has not ended after the grace."""
         turn.stopping = True
-        if session.dead:
+        session.stopped = True
+        if process.dead:
             return
         wait = self.grace_seconds if grace is None else grace
-        task = asyncio.ensure_future(self._cancel_then_kill(session, prompt, wait))
+        task = asyncio.ensure_future(self._cancel_then_kill(process, session, prompt, wait))
         session.ending = task
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
     async def _cancel_then_kill(
-        self, session: _Session, prompt: asyncio.Future[Any], grace: float
+        self,
+        process: AgentProcess,
+        session: ChatSession,
+        prompt: asyncio.Future[Any],
+        grace: float,
     ) -> None:
         try:
             if grace > 0:
                 with contextlib.suppress(Exception):
-                    await session.conn.cancel(session_id=session.session_id)
+                    await process.conn.cancel(session_id=session.session_id)
                 await asyncio.wait({prompt}, timeout=grace)
             if not prompt.done():
-                log.info("Conch: %s did not end its turn after cancel; ending it", session.name)
-                self._kill(session)
+                log.info("Conch: %s did not end its turn after cancel; ending it", process.name)
+                self._end(process)
                 await asyncio.wait({prompt}, timeout=1.0)
         finally:
             session.ending = None
@@ -457,9 +512,17 @@ class CodingAgents:
             elif not prompt.done():
                 prompt.cancel()
 
-    # --- what the agent sends ---
+    # --- what the agent sends (connection.py's Dispatch) ---
 
-    def _update(self, session: _Session, update: Any) -> None:
+    def on_update(self, session: ChatSession, update: Any) -> None:
+        self._update(session, update)
+
+    async def on_permission(
+        self, session: ChatSession, tool_call: Any, options: list[Any]
+    ) -> schema.RequestPermissionResponse:
+        return await self._permission(session, tool_call, options)
+
+    def _update(self, session: ChatSession, update: Any) -> None:
         turn = session.turn
         if turn is None or turn.stopping:
             return  # between turns, or after Stop: nothing it says now goes in the chat
@@ -482,6 +545,7 @@ class CodingAgents:
             tool = self._tool(turn, update)
             if tool.kind == "fetch" and tool.status != "failed":
                 self._taint(session, turn)
+            self._watch(turn, tool)
             if tool.status in ("completed", "failed") and not tool.logged:
                 self._line(turn, tool, tool_state(tool.status, stopped=False))
         elif kind == "plan":
@@ -493,6 +557,25 @@ class CodingAgents:
             cost = getattr(update, "cost", None)
             if cost is not None and str(cost.currency).upper() == "USD" and cost.amount >= 0:
                 turn.cost_usd = float(cost.amount)
+
+    def _watch(self, turn: _Turn, tool: _Tool) -> None:
+        """Trust, but watch: a changing call it runs without having asked, where the chat wanted
+        a question, ends the turn (take() says so in words)."""
+        if tool.conch is not None or turn.unasked is not None:
+            return  # Conch's own tools judge themselves, each call
+        conversation = self.store.get_conversation(turn.conversation_id)
+        if conversation is None:
+            return
+        tainted = turn.tainted or conversation.tainted is not None
+        if acted_unasked(
+            mode=conversation.mode,
+            tainted=tainted,
+            kind=tool.kind,
+            status=tool.status,
+            asked=tool.asked,
+            command=tool.command or None,
+        ):
+            turn.unasked = tool
 
     def _tool(self, turn: _Turn, update: Any) -> _Tool:
         tool_id = clean_text(str(update.tool_call_id))[:100]
@@ -507,17 +590,30 @@ class CodingAgents:
             tool.kind = str(update.kind)
         if update.status:
             tool.status = str(update.status)
-        detail = detail_of(update.raw_input, update.content, update.locations)
+        detail = detail_of(update.raw_input, update.content, update.locations, tool.title)
         # A later update (the permission question's own copy) may carry less than the start
         # did: the diff stays unless the new one shows content of its own.
-        if detail and (not tool.detail or update.content):
+        # A command beats a bare path (OpenCode first reports only its folder).
+        runs = detail.startswith("$ ") and not tool.detail.startswith("$ ")
+        if detail and (not tool.detail or update.content or runs):
             tool.detail = clean_text(detail)
+        command = command_of(update.raw_input, tool.title, update.content)
+        if command:
+            tool.command = clean_text(command)[:2000]
+        about = about_of(update.raw_input, update.content)
+        if about:
+            tool.about = clean_text(about)
+        meta = getattr(update, "field_meta", None) or {}
+        named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
+        found = conch_tool(tool.title, named if isinstance(named, str) else None, update.raw_input)
+        if found is not None:
+            tool.conch = found
         output = getattr(update, "raw_output", None)
         if output is not None:
             tool.output = clean_text(str(output))[:8_000]
         return tool
 
-    def _taint(self, session: _Session, turn: _Turn) -> None:
+    def _taint(self, session: ChatSession, turn: _Turn) -> None:
         """A fetch brings someone else's words into the agent: the chat is tainted, as after an
         outside agent's answer (the first taint stays)."""
         if turn.tainted:
@@ -527,19 +623,24 @@ class CodingAgents:
         turn.writes.append(asyncio.ensure_future(self.store.set_taint(turn.conversation_id, taint)))
 
     async def _permission(
-        self, session: _Session, tool_call: Any, options: list[Any]
+        self, session: ChatSession, tool_call: Any, options: list[Any]
     ) -> schema.RequestPermissionResponse:
         turn = session.turn
         if turn is None or turn.stopping:
-            return _cancelled()
+            return cancelled()
         turn.heard = self.clock()
         tool = self._tool(turn, tool_call)
+        tool.asked = True
+        if tool.conch is not None:
+            # Conch's own notebook tool: its call is judged by the tool's own rule (the mode, the
+            # user's yes) when it reaches Conch over MCP; asking here too would ask twice.
+            return _selected(chosen_option(options, allow=True))
         if tool.kind == "fetch":
             self._taint(session, turn)
         await asyncio.gather(*turn.writes)  # the taint is stored before the mode is read
         conversation = self.store.get_conversation(turn.conversation_id)
         if conversation is None:
-            return _cancelled()
+            return cancelled()
         verdict = permission(
             mode=conversation.mode, tainted=conversation.tainted is not None, kind=tool.kind
         )
@@ -555,7 +656,7 @@ class CodingAgents:
             "name": turn.caller.name,
             "tool": ACP,
             "kind": tool.kind or "other",
-            "title": tool.title or "a tool call",
+            "title": _question_title(tool),
             "detail": tool.detail,
         }
         turn.asking += 1
@@ -565,7 +666,7 @@ class CodingAgents:
             turn.asking -= 1
             turn.heard = self.clock()
         if turn.stopping:
-            return _cancelled()
+            return cancelled()
         if not yes:
             tool.ending = "skipped"
             await self._log(turn, tool, "skipped", "Not allowed: the user said no.")
@@ -598,7 +699,7 @@ class CodingAgents:
         }
         await self.tools.log_line(turn.conversation_id, turn.caller, entry, text, state)
 
-    async def _flush(self, session: _Session, turn: _Turn) -> None:
+    async def _flush(self, session: ChatSession, turn: _Turn) -> None:
         """The turn's end: its calls still open, its plan and its thoughts as quiet lines."""
         try:
             for tool in list(turn.tools.values()):
@@ -621,28 +722,24 @@ class CodingAgents:
             log.exception("Conch: %s's tool lines could not be stored", session.name)
 
 
-async def _log_stderr(name: str, stderr: asyncio.StreamReader) -> None:
-    """The agent's stderr, line by line, to the server log (never the chat)."""
-    while True:
-        try:
-            line = await stderr.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            continue  # an endless line: its pieces are dropped, the next ones read
-        if not line:
-            return
-        text = line.decode("utf-8", "replace").rstrip()[:STDERR_LINE]
-        if text:
-            log.info("Conch: coding agent %s: %s", name, text)
+def _question_title(tool: _Tool) -> str:
+    """The question's heading: the agent's own words about the call when its title only repeats
+    the command (Claude's) or says nothing of it (a folder, OpenCode's); else its title."""
+    title = tool.title.strip()
+    command = tool.detail[2:].split("\n", 1)[0] if tool.detail.startswith("$ ") else ""
+    if tool.about and (not title or title == command or title in tool.detail or "/" in title):
+        return tool.about[:300]
+    return title or "a tool call"
 
 
-async def _stop_task(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+def _what_it_ran(tool: _Tool) -> str:
+    """The tool line as words: `the command` or the call's title."""
+    if tool.command:
+        return f"`{tool.command[:300]}`"
+    return f"“{(tool.title or tool.kind or 'a tool call')[:300]}”"
 
 
-async def _close_quietly(stack: AsyncExitStack) -> None:
-    try:
-        await stack.aclose()
-    except Exception:  # a process already gone: its pipes may fail to close, nothing to do
-        log.debug("Conch: closing a coding agent's process", exc_info=True)
+def _why(error: BaseException) -> str:
+    if isinstance(error, asyncio.TimeoutError):
+        return "it did not answer"
+    return f"{type(error).__name__}: {clean_text(str(error))[:200]}"

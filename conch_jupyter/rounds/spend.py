@@ -163,8 +163,18 @@ def record_spend(
     return Billed(cost, stored)
 
 
-def cost_json(agent: Agent, usage: Usage | None) -> dict[str, Any] | None:
-    """A metered reply's tokens and cost, as its quiet line shows them; None when unmetered."""
+def cost_json(
+    agent: Agent, usage: Usage | None, reported_usd: float | None = None
+) -> dict[str, Any] | None:
+    """A metered reply's tokens and cost, as its quiet line shows them; None when unmetered.
+    `reported_usd`: what a coding agent said the reply cost (metered then, priced or not)."""
+    if reported_usd is not None:
+        return {
+            "usd": round(reported_usd, 6),
+            "input_tokens": usage.input_tokens if usage is not None else 0,
+            "output_tokens": usage.output_tokens if usage is not None else 0,
+            "estimated": False,
+        }
     if usage is None or agent.price is None:
         return None
     return {

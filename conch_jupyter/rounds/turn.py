@@ -287,7 +287,8 @@ class Turns:
             self.hub.draw_ahead(turn.conversation_id, reply.text)
         try:
             if kept is not None:
-                self.hub.message(await kept, turn.agent.name, cost_json(turn.agent, reply.usage))
+                cost = cost_json(turn.agent, reply.usage, reply.reported_usd)
+                self.hub.message(await kept, turn.agent.name, cost)
             await spent
         finally:
             if ended is not None:

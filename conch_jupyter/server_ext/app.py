@@ -17,13 +17,13 @@ import httpx
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado import web
-from traitlets import Bool, Dict, Float, Unicode
+from traitlets import Bool, Dict, Float, Int, Unicode
 
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
 from ..coding.mcp import McpEndpoint
-from ..coding.rules import QUIET_SECONDS
+from ..coding.rules import IDLE_SECONDS, LIVE_SESSIONS, QUIET_SECONDS
 from ..coding.sessions import CodingAgents
 from ..core.files import ensure_private_dir
 from ..core.policy import (
@@ -137,6 +137,19 @@ class ConchApp(ExtensionApp):
         " for you, before Conch ends its process and the round (reason error).",
     )
 
+    acp_live_sessions = Int(
+        LIVE_SESSIONS,
+        config=True,
+        help="How many chats' ACP sessions one coding agent's process holds open at once (the"
+        " least recently used is closed, and taken up again when its chat speaks).",
+    )
+    acp_idle_seconds = Float(
+        IDLE_SECONDS,
+        config=True,
+        help="Seconds a coding agent's process may run with no turn before it ends (the next"
+        " turn starts it again and resumes the chat's session).",
+    )
+
     def initialize_settings(self) -> None:
         # First: under a policy it cannot read, Conch does not start at all (no API, no door):
         # Jupyter logs the extension as failed to load, and this line says why in words.
@@ -201,6 +214,8 @@ class ConchApp(ExtensionApp):
             root_dir=str(server.root_dir) if server is not None else "",
             secrets=lambda: {kernel_key, self._jupyter_token()},
             quiet_seconds=self.acp_quiet_seconds,
+            live_sessions=self.acp_live_sessions,
+            idle_seconds=self.acp_idle_seconds,
             mcp=mcp,
         )
         turns = Turns(

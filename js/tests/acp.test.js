@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { acpAnnouncement, acpHead, acpOutputParts, kindWords } from "../acp.js";
-import { envOf } from "../settings-acp.js";
+import { acpCardWords, envOf } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
 const asking = {
@@ -73,4 +73,11 @@ test("a coding agent's output reads once: its fenced blocks as code, the raw cop
   // A fence still open runs to the end; text with no fence is one part.
   assert.deepEqual(acpOutputParts("```\nx = 1"), [{ kind: "code", text: "x = 1" }]);
   assert.deepEqual(acpOutputParts("plain\nlines"), [{ kind: "text", text: "plain\nlines" }]);
+});
+
+test("a coding agent's card says when it acts without asking", () => {
+  const agent = { provider: { command: "opencode", args: ["acp"] }, acp: { started: true, problem: null } };
+  assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started");
+  agent.acp = { ...agent.acp, acts_unasked: true };
+  assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started · acts without asking");
 });

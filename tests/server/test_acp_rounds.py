@@ -6,12 +6,14 @@ scripted model servers and an outside A2A agent.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
@@ -64,11 +66,11 @@ async def coding_chat(api: Api, *, mode: str | None = None, path: str | None = N
     return str(chat["id"])
 
 
-async def asking(api: Api, chat_id: str) -> list[dict[str, Any]]:
+async def asking(api: Api, chat_id: str, timeout: float = 30) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]]:
         return list((await api("GET", f"conversations/{chat_id}"))[1]["asking"])
 
-    found: list[dict[str, Any]] = await wait_for(check, 30)
+    found: list[dict[str, Any]] = await wait_for(check, timeout)
     return found
 
 
@@ -108,7 +110,15 @@ async def test_an_acp_agent_is_kept_sealed_and_refused_at_the_door(api: Api) -> 
     assert "never seats it" in paired["error"]["message"]
     status, found = await api("GET", "acp/found")
     assert status == 200
-    assert {k["command"] for k in found["known"]} >= {"claude-code-acp", "codex-acp", "goose"}
+    known = {(k["command"], *k["args"]) for k in found["known"]}
+    assert known >= {
+        ("claude-agent-acp",),
+        ("claude-code-acp",),
+        ("codex-acp",),
+        ("gemini", "--acp"),
+        ("goose", "acp"),
+        ("opencode", "acp"),
+    }
 
 
 async def test_it_streams_runs_in_the_notebooks_folder_without_the_keys(
@@ -143,6 +153,53 @@ async def test_its_session_is_kept_and_a_new_one_hears_the_history(
     await say(api, chat_id, "@Coder acp:count")
     chat = await settled(api, chat_id, 30)
     assert replies(chat)[-1] == "prompt 1, history"
+
+
+async def test_one_process_holds_every_chats_session_and_the_oldest_is_closed(
+    api: Api, jp_serverapp: Any
+) -> None:
+    """One process per coding agent, one session per chat on it, at most `live_sessions` open:
+    the least recently used is closed (`session/close`) and taken up again when its chat speaks
+    (the scripted agent resumes nothing, so it is given the history)."""
+    coding = conch_of(jp_serverapp).coding
+    coding.live_sessions = 2
+    await add_coder(api)
+    chats = [await coding_chat(api) for _ in range(3)]
+    said = []
+    for chat_id in chats:
+        await say(api, chat_id, "hello earlier @Coder acp:pid")
+        said.append(replies(await settled(api, chat_id, 30))[-1])
+    pid = coding.process_of("coder").pid
+    assert said == [f"pid {pid}, 1 open", f"pid {pid}, 2 open", f"pid {pid}, 2 open"]
+    await say(api, chats[0], "@Coder acp:count")  # its session was closed: a new one
+    chat = await settled(api, chats[0], 30)
+    assert replies(chat)[-1] == "prompt 1, history"
+    await say(api, chats[2], "@Coder acp:count")  # still open: only what came since
+    chat = await settled(api, chats[2], 30)
+    assert replies(chat)[-1] == "prompt 2, no history"
+    assert coding.process_of("coder").pid == pid
+
+
+async def test_an_idle_agent_ends_and_its_chat_takes_its_session_up_again(
+    api: Api, jp_serverapp: Any
+) -> None:
+    coding = conch_of(jp_serverapp).coding
+    coding.idle_seconds = 0.5
+    await add_coder(api)
+    chat_id = await coding_chat(api)
+    await say(api, chat_id, "hello earlier @Coder acp:pid")
+    await settled(api, chat_id, 30)
+    first = coding.process_of("coder")
+    assert first is not None
+
+    async def ended_idle() -> bool:
+        return coding.process_of("coder") is None and first.process.returncode is not None
+
+    await wait_for(ended_idle, 30)
+    await say(api, chat_id, "@Coder acp:count")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "prompt 1, history"  # a new process, given the history
+    assert coding.process_of("coder").pid != first.pid
 
 
 async def test_a_round_with_two_model_agents_and_an_acp_agent_runs_to_its_bounds(
@@ -182,6 +239,35 @@ async def test_thoughts_plan_and_tool_calls_are_quiet_lines(api: Api) -> None:
     assert "3 rows" in texts["read"]
 
 
+async def test_a_reply_whose_agent_reported_its_cost_carries_it_live(
+    api: Api, jp_http_port: int, jp_base_url: str, jp_auth_header: Any
+) -> None:
+    """Cost in sight for coding agents too: its reply streams with its cost line, like any
+    metered reply, and the chat's snapshot keeps it."""
+    await add_coder(api)
+    chat_id = await coding_chat(api)
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat_id}/events"
+    items: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(headers=jp_auth_header, timeout=30) as http,
+        http.stream("GET", url) as response,
+    ):
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            items.append(json.loads(line[5:]))
+            if len(items) == 1:
+                await say(api, chat_id, "@Coder acp:usage")
+            if items[-1]["type"] == "event" and items[-1]["event"]["type"] == "round.ended":
+                break
+    cost = {"usd": 0.25, "input_tokens": 1200, "output_tokens": 300, "estimated": False}
+    [live] = [i["message"] for i in items if i["type"] == "message" and "cost" in i["message"]]
+    assert (live["agent"], live["cost"]) == ("coder", cost)
+    chat = await settled(api, chat_id, 30)
+    [reply] = [m for m in chat["messages"] if m["role"] == "agent"]
+    assert reply["cost"] == cost
+
+
 async def test_usage_it_reports_counts_against_the_round(api: Api) -> None:
     await add_coder(api)
     chat_id = await coding_chat(api)
@@ -206,11 +292,8 @@ async def test_usage_it_reports_counts_against_the_round(api: Api) -> None:
 @pytest.mark.parametrize(
     ("mode", "kind", "expected"),
     [
-        ("read", "edit", "edit: no"),
-        ("read", "execute", "execute: no"),
-        ("read", "read", "read: yes"),
-        ("read", "fetch", "fetch: yes"),
         ("ask", "read", "read: yes"),
+        ("ask", "fetch", "fetch: yes"),
         ("auto", "edit", "edit: yes"),
         ("auto", "execute", "execute: yes"),
         ("auto", "delete", "delete: yes"),
@@ -313,6 +396,50 @@ async def test_after_an_outside_answer_every_permission_asks(api: Api) -> None:
     assert chat["mode"] == "auto"
 
 
+async def test_an_agent_conch_cannot_make_ask_gets_no_turn_in_read(api: Api) -> None:
+    """The scripted agent is no agent Conch knows a setting of (issue 31): Read could not hold
+    it, so it gets no turn there, said in words (the real adapters: test_real_agents.py)."""
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="read")
+    await say(api, chat_id, "@Coder acp:edit")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == []
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert "Coder gets no turn in a Read chat" in notes[-1]
+    assert tool_lines(chat) == []
+
+
+@pytest.mark.parametrize("mode", ["ask", "tainted auto"])
+async def test_a_change_made_without_asking_ends_its_turn_in_words(
+    api: Api, jp_serverapp: Any, mode: str
+) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode=mode.split()[-1])
+    if mode == "tainted auto":
+        await say(api, chat_id, "@Coder acp:fetch")  # its own fetch taints the chat
+        await settled(api, chat_id, 30)
+    await say(api, chat_id, "@Coder acp:act")
+    chat = await settled(api, chat_id, 30)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert (
+        "Coder ran `rm -rf build` without asking you: its own settings allow it. Conch stopped"
+        " its turn." in notes[-1]
+    )
+    assert "acted" not in replies(chat)
+    assert ("execute", "rm -rf build", "ran") in tool_lines(chat)
+    _, agent = await api("GET", "agents/coder")
+    assert agent["acp"]["acts_unasked"] is True
+
+
+async def test_in_an_untainted_auto_chat_acting_unasked_is_its_right(api: Api) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="auto")
+    await say(api, chat_id, "@Coder acp:act")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["acted"]
+    assert ended(chat) == [(1, "done")]
+
+
 # --- Stop, crash, hang, flood ---
 
 
@@ -326,15 +453,15 @@ async def test_stop_ends_it_in_time_even_when_it_ignores_cancel(
 
     async def running() -> Any:
         _, chat = await api("GET", f"conversations/{chat_id}")
-        return chat["streaming"] and list(coding._sessions.values())
+        return chat["streaming"] and coding.process_of("coder")
 
-    [session] = await wait_for(running, 30)
+    process = await wait_for(running, 30)
     began = time.monotonic()
     status, stopped = await api("POST", f"conversations/{chat_id}/round/stop")
     assert (status, stopped) == (200, {"stopped": True})
     chat = await settled(api, chat_id, 5)
     assert ended(chat) == [(1, "stopped")]
-    await asyncio.wait_for(session.process.wait(), 5)
+    await asyncio.wait_for(process.process.wait(), 5)
     assert time.monotonic() - began < 3.5  # the 2 s grace, then the kill
     assert replies(chat) == ["Working on it"]  # nothing it says after Stop gets in
     await say(api, chat_id, "@Coder acp:say again")  # the next turn starts a new process
@@ -428,7 +555,7 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
     """The same registry the model agents get; each call goes through the chat's mode and the
     user's yes, in the notebook's own kernel; a key only the session holds opens the endpoint."""
     await add_coder(api)
-    chat_id = await coding_chat(api, mode="read", path=kernel.path)
+    chat_id = await coding_chat(api, mode="ask", path=kernel.path)
     await kernel.run("shared = 41")
     await say(api, chat_id, "@Coder acp:mcp list_variables {}")
     chat = await settled(api, chat_id, 30)
@@ -439,13 +566,13 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
     assert said.startswith(f"tools: {names}; list_variables (error=False):")
     assert "shared" in said
     await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1"}')
+    [entry] = await asking(api, chat_id)
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": False})
     chat = await settled(api, chat_id, 30)
     assert replies(chat)[-1].startswith(f"tools: {names}; run_code (error=True): Not run:")
-    assert "Read mode" in replies(chat)[-1]
     tools = [(m["tool"], m["state"]) for m in chat["messages"] if m["role"] == "tool"]
-    assert tools == [("list_variables", "ran"), ("run_code", "refused")]
-    # In Ask, a run asks the user first, with the code in full, like a model agent's run.
-    await api("PATCH", f"conversations/{chat_id}", {"mode": "ask"})
+    assert tools == [("list_variables", "ran"), ("run_code", "skipped")]
+    # A yes lets the run through, with the code in full, like a model agent's run.
     await say(api, chat_id, '@Coder acp:mcp run_code {"code": "shared += 1; print(shared)"}')
     [entry] = await asking(api, chat_id)
     assert (entry["tool"], entry["agent"]) == ("run_code", "coder")

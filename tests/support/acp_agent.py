@@ -8,6 +8,8 @@ newest text a prompt holds) says what this turn does:
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
     acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
+    acp:act               run a command without asking (as an agent whose own settings allow
+                          it): report it started and done, then say "acted"
     acp:usage             report usage (tokens in the prompt's answer; in a usage update the
                           session's cumulative cost, $0.25 more each time)
     acp:think             a thought, a plan, a read tool call that completes, then a line
@@ -17,6 +19,7 @@ newest text a prompt holds) says what this turn does:
     acp:flood <n>         stream <n> chunks of 1,000 characters
     acp:env               say which secrets it can see, and its working folder
     acp:count             say how many prompts this session has had, and whether history came
+    acp:pid               say its process id (one process holds every chat's session)
     acp:mcp <tool> <json> call the notebook's tools Conch offered over MCP (Streamable HTTP):
                           list them, call <tool> with the JSON arguments, say what came back
 Anything else: "Hello from the coding agent." Its stderr gets a line per prompt (for the log).
@@ -42,7 +45,11 @@ NAME = os.environ.get("ACP_TEST_NAME", "the coding agent")
 class ScriptedAgent:
     def __init__(self) -> None:
         self.conn: Any = None
-        self.prompts = 0
+        self.sessions = 0  # sessions opened on this process
+        self.prompts: dict[str, int] = {}  # prompts each session has had
+        self.cwd: dict[str, str] = {}
+        self.mcp: dict[str, list[Any]] = {}
+        self.closed: list[str] = []
         self.counted = 0  # prompts that reported usage: its cumulative cost is $0.25 each
         self.cancelled: dict[str, asyncio.Event] = {}
 
@@ -51,24 +58,33 @@ class ScriptedAgent:
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         mcp = schema.McpCapabilities(http=True)
-        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp)
+        closing = schema.SessionCapabilities(close=schema.SessionCloseCapabilities())
+        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp, session_capabilities=closing)
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION, agent_capabilities=capabilities
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
-        self.cwd = cwd
-        self.mcp = kwargs.get("mcp_servers") or []
-        return schema.NewSessionResponse(session_id=f"s-{os.getpid()}")
+        self.sessions += 1
+        session_id = f"s-{os.getpid()}-{self.sessions}"
+        self.cwd[session_id] = cwd
+        self.mcp[session_id] = kwargs.get("mcp_servers") or []
+        self.prompts[session_id] = 0
+        return schema.NewSessionResponse(session_id=session_id)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
+        print(f"scripted agent: closed {session_id}", file=sys.stderr, flush=True)
+        self.closed.append(session_id)
+        return schema.CloseSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
-        self.prompts += 1
+        self.prompts[session_id] = count = self.prompts.get(session_id, 0) + 1
         cancelled = self.cancelled[session_id] = asyncio.Event()
         text = "".join(getattr(block, "text", "") for block in prompt)
-        print(f"scripted agent: prompt {self.prompts}", file=sys.stderr, flush=True)
+        print(f"scripted agent: prompt {count} of {session_id}", file=sys.stderr, flush=True)
         marks = MARK.findall(text)
         what, rest = marks[-1] if marks else ("", "")
         say = self._say(session_id)
@@ -80,6 +96,19 @@ class ScriptedAgent:
         elif what in ("edit", "execute", "read", "fetch", "delete", "move", "search"):
             answer = await self._ask(session_id, what)
             await say(f"{what}: {answer}")
+        elif what == "act":
+            raw = {"command": "rm -rf build"}
+            await self.conn.session_update(
+                session_id,
+                acp.start_tool_call(
+                    "act-1", "rm -rf build", kind="execute", status="in_progress", raw_input=raw
+                ),
+            )
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("act-1", status="completed", raw_output="")
+            )
+            await asyncio.sleep(0.5)  # the watch ends the turn here
+            await say("acted")
         elif what == "usage":
             await say("Counted.")
             self.counted += 1
@@ -134,24 +163,27 @@ class ScriptedAgent:
             seen = sorted(k for k in ("CONCH_KERNEL_KEY", "JUPYTER_TOKEN") if k in os.environ)
             secret = os.environ.get("ACP_TEST_SECRET", "")
             await say(f"secrets seen: {seen or 'none'}; secret={secret}; cwd={os.getcwd()}")
-            await say(f"; session cwd={self.cwd}")
+            await say(f"; session cwd={self.cwd[session_id]}")
         elif what == "mcp":
             name, _, raw = rest.strip().partition(" ")
-            await say(await asyncio.to_thread(self._mcp, name, json.loads(raw or "{}")))
+            servers = self.mcp[session_id]
+            await say(await asyncio.to_thread(self._mcp, servers, name, json.loads(raw or "{}")))
+        elif what == "pid":
+            await say(f"pid {os.getpid()}, {len(self.prompts) - len(self.closed)} open")
         elif what == "count":
             history = "history" if "hello earlier" in text else "no history"
-            await say(f"prompt {self.prompts}, {history}")
+            await say(f"prompt {count}, {history}")
         else:
             await say("Hello from the coding agent.")
         if cancelled.is_set():
             return schema.PromptResponse(stop_reason="cancelled")
         return schema.PromptResponse(stop_reason="end_turn")
 
-    def _mcp(self, name: str, arguments: dict[str, Any]) -> str:
+    def _mcp(self, servers: list[Any], name: str, arguments: dict[str, Any]) -> str:
         """Its MCP client, by hand over urllib: initialize, tools/list, tools/call."""
-        if not self.mcp:
+        if not servers:
             return "no MCP server offered"
-        server = self.mcp[0]
+        server = servers[0]
         headers = {h.name: h.value for h in server.headers}
         headers["Content-Type"] = "application/json"
         headers["Accept"] = "application/json, text/event-stream"
@@ -182,7 +214,7 @@ class ScriptedAgent:
         return say
 
     async def _ask(self, session_id: str, kind: str) -> str:
-        call_id = f"{kind}-{self.prompts}"
+        call_id = f"{kind}-{sum(self.prompts.values())}"
         if kind == "edit":
             content = [acp.tool_diff_content("analysis.py", "x = 2\n", "x = 1\n")]
             start = acp.start_tool_call(
@@ -229,7 +261,8 @@ class ScriptedAgent:
 
 
 def main() -> None:
-    asyncio.run(acp.run_agent(ScriptedAgent()))
+    # `session/close` is in the SDK's unstable part (the real adapters offer it).
+    asyncio.run(acp.run_agent(ScriptedAgent(), use_unstable_protocol=True))
 
 
 if __name__ == "__main__":

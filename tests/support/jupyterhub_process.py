@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 import httpx
 
 from .jupyter_process import free_port, until
+from .npm import npm_ci
 
 PROXY_DIR = Path(__file__).parent / "hub_proxy"
 SERVICE = "conch-test"
@@ -35,22 +35,8 @@ def proxy_command() -> Path | str:
     """configurable-http-proxy, installed from the committed lock file when missing; or the
     reason it cannot be."""
     chp = PROXY_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
-    if chp.exists():
-        return chp
-    npm = shutil.which("npm")
-    if npm is None:
-        return "npm is not installed, so configurable-http-proxy cannot be"
-    done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=PROXY_DIR,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0 or not chp.exists():
-        return f"npm ci for configurable-http-proxy failed:\n{done.stdout}\n{done.stderr}"
-    return chp
+    problem = npm_ci(PROXY_DIR, chp.name)
+    return problem if problem is not None else chp
 
 
 class Relay:

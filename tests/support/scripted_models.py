@@ -1,10 +1,13 @@
 """A scripted model server on loopback: the test double for hosted models.
 
 Owns speaking the providers' real wire formats — OpenAI's `POST /v1/chat/completions` and
-Anthropic's `POST /v1/messages` as Server-Sent Events, plus Ollama's `GET /api/tags` — from
-replies a test queues. It runs its own asyncio loop in a background thread, so sync tests and
-tests inside a Jupyter server's loop can both use it. Plain HTTP/1.1 by hand (stdlib only): one
-request per connection, streamed bodies chunked, so a cut stream is visible to the client.
+`POST /v1/responses` (the Responses API Codex speaks), Anthropic's `POST /v1/messages` and
+Gemini's `streamGenerateContent?alt=sse` as Server-Sent Events (and Gemini's `generateContent`
+and `countTokens` as JSON), plus Ollama's `GET /api/tags` and the `HEAD /` Claude Code sends
+first — from replies a test queues. It runs its own asyncio loop in a background thread, so sync
+tests and tests inside a Jupyter server's loop can both use it. Plain HTTP/1.1 by hand (stdlib
+only): one request per connection, streamed bodies chunked, so a cut stream is visible to the
+client.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased
     json: Any = None
+
+    @property
+    def route(self) -> str:
+        """The path without its query (Claude Code asks `/v1/messages?beta=true`)."""
+        return self.path.partition("?")[0]
 
 
 _NOTHING_QUEUED = Reply(status=500, error_body={"error": {"message": "scripted: nothing queued"}})
@@ -143,14 +151,27 @@ class ScriptedModels:
                 await writer.wait_closed()
 
     async def _answer(self, request: RecordedRequest, reader: Reader, writer: Writer) -> None:
+        if request.method == "HEAD":
+            return await _send(writer, 200, "")
         if request.method == "GET" and request.path == "/api/tags":
             if self.ollama_models is None:
                 return await _send(writer, 404, {"error": "not found"})
             tags = {"models": [{"name": n, "model": n} for n in self.ollama_models]}
             return await _send(writer, 200, tags)
-        if request.method != "POST" or request.path not in ("/v1/chat/completions", "/v1/messages"):
+        gemini = request.route.startswith("/v1beta/models/")
+        if gemini and request.route.endswith(":countTokens"):
+            return await _send(writer, 200, {"totalTokens": 10})
+        if gemini and request.route.endswith(":generateContent"):
+            reply = self._next_reply(request.json)
+            events = list(_gemini_events(reply, ""))
+            body = json.loads(str(events[-1]).removeprefix("data: "))
+            chunks = [json.loads(e.removeprefix("data: ")) for e in events if isinstance(e, str)]
+            parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+            body["candidates"][0]["content"]["parts"] = parts
+            return await _send(writer, 200, body)
+        if request.method != "POST" or (request.route not in _EVENTS and not gemini):
             return await _send(writer, 404, {"error": f"no route {request.path}"})
-        anthropic = request.path == "/v1/messages"
+        anthropic = request.route == "/v1/messages"
         reply = self._next_reply(request.json)
         if reply.status != 200:
             body = reply.error_body
@@ -174,8 +195,8 @@ class ScriptedModels:
         )
         # Reading hits end-of-file when the client closes its side: that is "closed early".
         gone = asyncio.ensure_future(reader.read(1))
-        anthropic = request.path == "/v1/messages"
-        events = _anthropic_events if anthropic else _openai_events
+        anthropic = request.route == "/v1/messages"
+        events = _gemini_events if request.route.startswith("/v1beta/") else _EVENTS[request.route]
         try:
             for step in events(reply, str((request.json or {}).get("model", ""))):
                 if isinstance(step, int):  # a marker: `step` text chunks have been sent
@@ -284,7 +305,8 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str | int]:
     tokens_in, tokens_out = reply.usage or (0, 0)
     message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant",
         "content": [], "model": model, "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": tokens_in, "output_tokens": 1}}  # fmt: skip
+        "usage": {"input_tokens": tokens_in, "output_tokens": 1,
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}  # fmt: skip
     yield _typed("message_start", message=message)
     yield _typed("content_block_start", index=0, content_block={"type": "text", "text": ""})
     yield _typed("ping")
@@ -304,6 +326,89 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str | int]:
     stop = {"stop_reason": reason, "stop_sequence": None}
     yield _typed("message_delta", delta=stop, usage={"output_tokens": tokens_out})
     yield _typed("message_stop")
+
+
+def _responses_events(reply: Reply, model: str) -> Iterator[str | int]:
+    """OpenAI's Responses API as it streams: typed events, each output item added, its deltas,
+    done, and `response.completed` with the whole output and the usage."""
+    response: dict[str, Any] = {"id": "resp_1", "object": "response", "created_at": 0,
+        "status": "in_progress", "model": model, "output": []}  # fmt: skip
+    yield _typed("response.created", response=response, sequence_number=0)
+    output: list[dict[str, Any]] = []
+    text = "".join(reply.pieces())
+    item: dict[str, Any] = {"id": "msg_1", "type": "message", "status": "in_progress",
+        "role": "assistant", "content": []}  # fmt: skip
+    yield _typed("response.output_item.added", output_index=0, item=item)
+    part = {"type": "output_text", "text": "", "annotations": []}
+    yield _typed("response.content_part.added", item_id="msg_1", output_index=0,
+                 content_index=0, part=part)  # fmt: skip
+    for i, piece in enumerate(reply.pieces()):
+        yield i
+        yield _typed("response.output_text.delta", item_id="msg_1", output_index=0,
+                     content_index=0, delta=piece, logprobs=[])  # fmt: skip
+    yield len(reply.pieces())
+    part = {**part, "text": text}
+    yield _typed("response.output_text.done", item_id="msg_1", output_index=0, content_index=0,
+                 text=text, logprobs=[])  # fmt: skip
+    yield _typed("response.content_part.done", item_id="msg_1", output_index=0,
+                 content_index=0, part=part)  # fmt: skip
+    item = {**item, "status": "completed", "content": [part]}
+    yield _typed("response.output_item.done", output_index=0, item=item)
+    output.append(item)
+    for index, (name, arguments) in enumerate(reply.tool_calls, 1):
+        call: dict[str, Any] = {"id": f"fc_{index}", "type": "function_call",
+            "status": "in_progress", "call_id": f"call_{index}", "name": name,
+            "arguments": ""}  # fmt: skip
+        if "/" in name:  # a tool of a namespace (Codex offers each MCP server's tools in one)
+            call["namespace"], call["name"] = name.split("/", 1)
+        yield _typed("response.output_item.added", output_index=index, item=call)
+        for piece in _fragments(arguments):
+            yield _typed("response.function_call_arguments.delta", item_id=call["id"],
+                         output_index=index, delta=piece)  # fmt: skip
+        whole = "".join(_fragments(arguments))
+        yield _typed("response.function_call_arguments.done", item_id=call["id"],
+                     output_index=index, arguments=whole)  # fmt: skip
+        call = {**call, "status": "completed", "arguments": whole}
+        yield _typed("response.output_item.done", output_index=index, item=call)
+        output.append(call)
+    tokens_in, tokens_out = reply.usage or (0, 0)
+    usage = {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": tokens_in + tokens_out}  # fmt: skip
+    done = {**response, "status": "completed", "output": output, "usage": usage}
+    yield _typed("response.completed", response=done)
+
+
+def _gemini_events(reply: Reply, model: str) -> Iterator[str | int]:
+    """Gemini's `streamGenerateContent?alt=sse`: each chunk a whole response with the new parts;
+    function calls whole, in the last one, with the finish reason and the usage."""
+
+    def chunk(parts: list[dict[str, Any]], last: bool = False) -> str:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "scripted"}
+        if last:
+            candidate["finishReason"] = "STOP"
+            tokens_in, tokens_out = reply.usage or (0, 0)
+            body["usageMetadata"] = {"promptTokenCount": tokens_in,
+                "candidatesTokenCount": tokens_out,
+                "totalTokenCount": tokens_in + tokens_out}  # fmt: skip
+        return _data(body)
+
+    pieces = reply.pieces()
+    for i, piece in enumerate(pieces):
+        yield i
+        yield chunk([{"text": piece}])
+    yield len(pieces)
+    calls = [{"functionCall": {"name": name, "args": args if isinstance(args, dict) else {}}}
+             for name, args in reply.tool_calls]  # fmt: skip
+    yield chunk(calls or [{"text": ""}], last=True)
+
+
+_EVENTS: dict[str, Callable[[Reply, str], Iterator[str | int]]] = {
+    "/v1/chat/completions": _openai_events,
+    "/v1/messages": _anthropic_events,
+    "/v1/responses": _responses_events,
+}
 
 
 def _fragments(arguments: dict[str, Any] | str) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 import pytest
@@ -9,14 +11,24 @@ from acp import schema
 
 from conch_jupyter.coding.rules import (
     KNOWN_AGENTS,
+    SKIPPING_MODES,
     WITHHELD_ENV,
+    AskingSetup,
+    about_of,
+    acted_unasked,
+    asking_setup,
     child_env,
     chosen_option,
+    command_of,
     command_refusal,
+    conch_tool,
     detail_of,
     found_agents,
+    mode_to_leave,
+    no_read_turn,
     permission,
     prompt_text,
+    reads_only,
     tool_state,
     workdir,
 )
@@ -108,3 +120,162 @@ def test_the_prompt_and_the_states() -> None:
     assert tool_state("completed", stopped=False) == "ran"
     assert tool_state("failed", stopped=True) == "failed"
     assert tool_state("in_progress", stopped=True) == "skipped"
+
+
+# --- they ask before every change (issue 31) ---
+
+
+def test_each_known_agent_is_made_to_ask_through_its_own_setting() -> None:
+    claude = asking_setup("/home/u/.npm/bin/claude-agent-acp")
+    assert claude is not None
+    settings = json.loads(claude.meta["claudeCode"]["options"]["extraArgs"]["settings"])
+    assert {"Bash", "Edit", "Write", "NotebookEdit"} <= set(settings["permissions"]["ask"])
+    assert asking_setup("claude-code-acp") is not None  # the adapter's older name
+    codex = asking_setup("codex-acp", ["-c", 'sandbox_mode="workspace-write"'])
+    assert codex is not None
+    assert codex.args == ("-c", 'approval_policy="untrusted"')
+    opencode = asking_setup("opencode", ["acp"])
+    assert opencode is not None
+    asks = json.loads(opencode.env["OPENCODE_PERMISSION"])
+    assert asks["bash"] == asks["edit"] == "ask"
+    assert asking_setup("opencode", ["run"]) is None  # not its ACP face
+    assert asking_setup("goose", ["acp"]) == AskingSetup("Goose", env={"GOOSE_MODE": "approve"})
+    gemini = asking_setup("gemini", ["--acp"])
+    assert gemini is not None
+    assert gemini.args == ("--approval-mode", "default")
+    assert asking_setup(sys.executable, ["my_agent.py"]) is None
+    assert "gets no turn in a Read chat" in no_read_turn("Mine")
+
+
+@pytest.mark.parametrize(
+    ("current", "offered", "moved_to"),
+    [
+        ("default", ["default", "acceptEdits", "plan", "bypassPermissions"], None),
+        ("bypassPermissions", ["default", "acceptEdits", "plan", "bypassPermissions"], "default"),
+        ("plan", ["default", "plan"], "default"),  # a mode name is no lock
+        ("dontAsk", ["default", "dontAsk"], "default"),
+        ("full-access", ["read-only", "auto", "full-access"], "read-only"),
+        ("yolo", ["default", "autoEdit", "yolo", "plan"], "default"),
+        ("autoEdit", ["autoEdit", "yolo"], None),  # nothing that asks is offered
+        ("build", ["build", "plan"], None),
+        (None, [], None),
+    ],
+)
+def test_an_agent_is_moved_out_of_a_mode_that_skips_questions(
+    current: str | None, offered: list[str], moved_to: str | None
+) -> None:
+    assert mode_to_leave(current, offered) == moved_to
+    assert moved_to not in SKIPPING_MODES
+
+
+@pytest.mark.parametrize(
+    ("mode", "tainted", "kind", "status", "asked", "stopped"),
+    [
+        ("read", False, "execute", "completed", False, True),
+        ("ask", False, "edit", "completed", False, True),
+        ("ask", False, "edit", "in_progress", False, False),  # OpenCode's, before it asks
+        ("ask", False, None, "completed", False, True),  # an unknown kind is a change
+        ("ask", False, "other", "completed", False, True),
+        ("auto", True, "execute", "completed", False, True),
+        ("auto", False, "execute", "completed", False, False),
+        ("ask", False, "execute", "completed", True, False),  # it asked: the answer held
+        ("read", False, "read", "completed", False, False),
+        ("read", False, "fetch", "completed", False, False),
+        ("ask", False, "execute", "pending", False, False),  # not run yet: it may still ask
+        ("ask", False, "execute", "failed", False, False),
+    ],
+)
+def test_a_change_made_without_asking_is_seen(
+    mode: Any, tainted: bool, kind: str | None, status: str, asked: bool, stopped: bool
+) -> None:
+    seen = acted_unasked(mode=mode, tainted=tainted, kind=kind, status=status, asked=asked)
+    assert seen is stopped
+
+
+def test_conchs_own_tools_are_known_by_every_agents_name_for_them() -> None:
+    assert conch_tool("Tool", "mcp__conch-notebook__read_notebook") == "read_notebook"
+    assert conch_tool("mcp__conch-notebook__run_code") == "run_code"
+    assert conch_tool("conch-notebook.list_variables") == "list_variables"
+    assert conch_tool("Tool: conch-notebook/run_code") == "run_code"
+    assert conch_tool("x", None, {"server": "conch-notebook", "tool": "edit_cell"}) == "edit_cell"
+    assert conch_tool("mcp__conch-notebook__no_such_tool") is None
+    assert conch_tool("mcp__other-server__read_notebook") is None
+    assert conch_tool("read_notebook") is None  # not offered by Conch under that name
+
+
+def test_a_question_says_what_will_happen_once() -> None:
+    # Claude: the command as title and in rawInput, its description in the content.
+    said = schema.ContentToolCallContent(
+        type="content", content=schema.TextContentBlock(type="text", text="Make a file")
+    )
+    raw = {"command": "touch made.txt", "description": "Make a file"}
+    assert detail_of(raw, [said], None, "touch made.txt") == "$ touch made.txt"
+    assert about_of(raw) == "Make a file"
+    # Codex: a list, run through a shell.
+    codex = {"command": ["/bin/bash", "-lc", "touch made.txt && ls"], "cwd": "/w"}
+    assert detail_of(codex, None, None) == "$ touch made.txt && ls"
+    assert command_of({"cmd": "make test"}) == "make test"
+    # OpenCode: the file it will write, whichever key holds it.
+    assert detail_of({"filePath": "/w/a.py", "content": "x"}, None, None) == "/w/a.py"
+    assert about_of({"command": "ls"}) == ""
+    # Gemini: no rawInput; the command is the title, the content its folder and description.
+    gemini = [
+        schema.ContentToolCallContent(
+            type="content",
+            content=schema.TextContentBlock(
+                type="text", text="[current working directory /w] (Make a file)"
+            ),
+        )
+    ]
+    assert detail_of(None, gemini, None, "touch made.txt") == "$ touch made.txt"
+    assert command_of(None, "touch made.txt", gemini) == "touch made.txt"
+    assert about_of(None, gemini) == "Make a file"
+    assert command_of(None, "Edit a.py", None) is None
+    # OpenCode reports the folder it runs in as the call's location: no news beside the command.
+    where = [schema.ToolCallLocation(path="/w")]
+    assert detail_of({"command": "ls", "cwd": "/w"}, None, where) == "$ ls"
+
+
+def test_conch_never_says_a_yes_that_skips_questions() -> None:
+    # Claude's question on leaving `plan`: its options would move it into a skipping mode.
+    leave_plan = [
+        schema.PermissionOption(option_id="bypassPermissions", name="bypass", kind="allow_always"),
+        schema.PermissionOption(option_id="acceptEdits", name="accept", kind="allow_always"),
+        schema.PermissionOption(option_id="default", name="ask me", kind="allow_once"),
+        schema.PermissionOption(option_id="plan", name="keep planning", kind="reject_once"),
+    ]
+    assert chosen_option(leave_plan, allow=True) == "default"
+    assert chosen_option(leave_plan, allow=False) == "plan"  # a no keeps it where it is
+    only_bypass = leave_plan[:2]
+    assert chosen_option(only_bypass, allow=True) is None  # then the answer is `cancelled`
+
+
+@pytest.mark.parametrize(
+    ("command", "reading"),
+    [
+        ("git status", True),
+        ("git log --oneline -5", True),
+        ("pwd", True),
+        ("ls -la src", True),
+        ("/bin/cat notes.txt", True),
+        ("find . -name '*.py'", True),
+        ("find . -name '*.pyc' -delete", False),
+        ("find . -exec rm {} +", False),
+        ("echo hi > notes.txt", False),
+        ("cat a | tee b", False),
+        ("ls; rm -rf build", False),
+        ("echo $(rm x)", False),
+        ("git push", False),
+        ("git diff --output=patch.txt", False),
+        ("touch made.txt", False),
+        ("rm -rf build", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bool) -> None:
+    assert reads_only(command) is reading
+    seen = acted_unasked(
+        mode="ask", tainted=False, kind="execute", status="completed", asked=False, command=command
+    )
+    assert seen is not reading
