@@ -117,7 +117,7 @@ def lab_command(args: list[str], *, root: bool) -> list[str]:
 
 
 def lab(args: list[str]) -> int:
-    ensure_venv("lab")
+    ensure_venv("lab,chat")  # both faces: the notebook's chat and Jupyter Chat's .chat rooms
     ensure_view()
     WORK.mkdir(exist_ok=True)
     demo = WORK / "demo.ipynb"
