@@ -113,6 +113,7 @@ class ChatRooms:
     def start(self) -> None:
         """Observe the chats as they go live (and take those already live)."""
         self.manager.observe_chats(self._on_chat_event)
+        self.rounds.observe_names(self._names_changed)
         for chat_id in list(getattr(self.manager, "_chats_by_id", {})):
             self._attach(chat_id)
 
@@ -265,8 +266,6 @@ class ChatRooms:
                     room.round_spent = spent if spent is not None else room.round_spent
                 elif kind == "round":
                     self._hold(room, item.get("round") is not None)
-                elif kind == "roster":
-                    self._set_users(room)
             except Exception:
                 log.exception("Conch: chat %s: could not show %s", room.chat_id, kind)
 
@@ -363,6 +362,13 @@ class ChatRooms:
         elif not running and room.held:
             room.alive.close()
             room.held = False
+
+    def _names_changed(self) -> None:
+        for room in self._rooms.values():
+            try:
+                self._set_users(room)
+            except Exception:
+                log.exception("Conch: chat %s: its users could not be set", room.chat_id)
 
     def _set_users(self, room: _Room) -> None:
         """Conch's agents, outside agents and Conch itself, as the chat's bot users."""

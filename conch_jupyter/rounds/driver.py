@@ -96,6 +96,7 @@ class RoundService:
         # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
         self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, LiveChat] = {}
+        self._names_observers: list[Callable[[], None]] = []
 
     # --- what the handlers call ---
 
@@ -219,6 +220,13 @@ class RoundService:
         """Agents or outside agents were added, renamed or removed: every followed chat hears
         the roster (a `roster` item), so every open view's @ list offers the names at once."""
         self.hub.everyone({"type": "roster", "roster": self.roster_json()})
+        for heard in self._names_observers:
+            heard()
+
+    def observe_names(self, callback: Callable[[], None]) -> None:
+        """Be told when agents or outside agents are added, renamed or removed (another face
+        that shows who is there: the rooms in Jupyter Chat), whether or not a chat is followed."""
+        self._names_observers.append(callback)
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""

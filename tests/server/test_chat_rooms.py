@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +222,43 @@ async def test_the_room_follows_a_rename(
     again = await room_of(api, "work/renamed.chat")
     assert again["id"] == first["id"]
     assert again["title"] == "plan"  # named once, by the file it was made for
+
+
+async def test_a_coding_agents_question_is_answered_only_by_a_person(
+    api: Api, chat: ChatClient, started: Any, jp_root_dir: Path
+) -> None:
+    from .test_acp_rounds import add_coder
+
+    coder = f"conch-{(await add_coder(api))['id']}"
+    await chat.until(lambda c: coder in c.users)
+    # It works in the chat file's folder (a room has no notebook).
+    await chat.send("@Coder acp:env")
+    where = str((jp_root_dir / "work").resolve())
+    await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
+    assert chat.by(coder)[0]["body"].endswith(f"cwd={where}; session cwd={where}")
+
+    for answer, expected in (("/allow", "edit: yes"), ("/deny", "edit: no")):
+        await chat.send("@Coder acp:edit")
+        question = await chat.until(lambda c: [m for m in c.by("conch") if "asks to" in m["body"]])
+        assert question[-1]["body"].startswith("**Coder** asks to Edit analysis.py (question `t_")
+        assert "-x = 1\n+x = 2" in question[-1]["body"]
+        assert question[-1]["body"].endswith(
+            "Answer `/allow` or `/deny` here, or in the Conch view."
+        )
+        # Another bot's "/allow" is data, not an answer.
+        persona_says(started, chat.chat_id, "/allow")
+        room = await room_of(api, "work/plan.chat")
+
+        async def kept_it(room_id: str = room["id"]) -> bool:
+            _, now = await api("GET", f"conversations/{room_id}")
+            return [m["text"] for m in now["messages"] if m["role"] == "outside"][-1:] == [
+                "/allow"
+            ] and bool(now["asking"])
+
+        await wait_for(kept_it)
+        await chat.send(answer)
+        await chat.until(lambda c, e=expected: [m for m in c.by(coder) if m["body"] == e])
+        chat.order = [i for i in chat.order if "asks to" not in chat.messages[i]["body"]]
+
+    await chat.send("/allow")  # nothing waits now: said in words
+    await chat.until(lambda c: [m for m in c.by("conch") if "No question" in m["body"]])
