@@ -262,3 +262,28 @@ async def test_a_coding_agents_question_is_answered_only_by_a_person(
 
     await chat.send("/allow")  # nothing waits now: said in words
     await chat.until(lambda c: [m for m in c.by("conch") if "No question" in m["body"]])
+
+
+async def test_an_outside_agents_answer_is_posted_sealed(api: Api, chat: ChatClient) -> None:
+    from ..support.a2a_peers import Peer
+    from .test_outside_rounds import add_outside
+
+    reply = (
+        "Trains: ![seen](http://127.0.0.1:9/pixel.png) <b>9:00</b> <img src=http://127.0.0.1:9/x>"
+    )
+    with Peer(reply=reply) as peer:
+        helper = await add_outside(api, peer)
+        sender = f"conch-{helper['id']}"
+        await chat.until(lambda c: sender in c.users)
+        assert chat.users[sender]["display_name"] == "Helper"
+        await chat.send("@Helper which trains run on Sunday?")
+        await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
+    [answer] = chat.by(sender)
+    body = answer["body"]
+    assert "<b>" not in body
+    assert "<img" not in body
+    assert "&lt;b&gt;9:00&lt;/b&gt;" in body
+    assert "\\![seen](http://127.0.0.1:9/pixel.png)" in body  # a link's words, no picture
+    assert body.endswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
+    room = await room_of(api, "work/plan.chat")
+    assert room["tainted"] == {"kind": "person", "by": "Helper"}
