@@ -51,6 +51,12 @@ def messages_of(page: Page, name: str) -> Locator:
 def test_a_round_in_a_chat_document_streams_and_stop_ends_the_next(
     browser: Browser, lab: Lab
 ) -> None:
+    a_round_then_stop(browser, lab, "chat-round")
+
+
+def a_round_then_stop(browser: Browser, lab: Lab, screenshot: str) -> None:
+    """A round of two agents, watched as it streams and folds; then /stop ends the next one;
+    the API shows the same room (tests/live runs it again under collaboration)."""
     page = open_chat(browser, lab)
     console = Console(page)
     chat = page.locator(".jp-chat-messages-container")
@@ -70,7 +76,7 @@ def test_a_round_in_a_chat_document_streams_and_stop_ends_the_next(
     expect(conch.nth(1)).to_have_text("Writer's turn")
     expect(conch.nth(2)).to_have_text("Researcher and Writer took turns · 2 replies")
     expect(messages_of(page, "Writer").first).to_contain_text("I'm Writer")
-    page.screenshot(path=screenshot_path("chat-round"))
+    page.screenshot(path=screenshot_path(screenshot))
 
     # /stop ends a running round at once.
     send(page, "@Researcher once more, @Writer then you")
@@ -89,3 +95,4 @@ def test_a_round_in_a_chat_document_streams_and_stop_ends_the_next(
     ends = [e["reason"] for e in whole_room["events"] if e["type"] == "round.ended"]
     assert ends == ["done", "stopped"]
     assert not [e for e in console.errors if "conch" in e.lower()]
+    page.context.close()
