@@ -16,7 +16,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 SOURCES = ROOT / "js"
 STATIC = ROOT / "conch_jupyter" / "widget" / "static"
-BUILT = (STATIC / "widget.js", STATIC / "widget.css")
+# The JupyterLab extension that offers Conch's agents in Jupyter Chat's @ list (its package.json
+# is a source; its one script is built).
+LABEXTENSION = ROOT / "conch_jupyter" / "labextension"
+BUILT = (STATIC / "widget.js", STATIC / "widget.css", LABEXTENSION / "static" / "remoteEntry.js")
 LOCK = ROOT / "package-lock.json"
 INSTALLED = ROOT / "node_modules" / ".package-lock.json"
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from jupyterlab_chat.models import (
     BaseChatModel,
+    ChatMessageAction,
     ChatMessageEvent,
     Message,
     MessageObserver,
@@ -82,7 +83,8 @@ class _Room:
     ours: set[str] = field(default_factory=set)  # the chat's ids of Conch's own posts
     kept: set[str] = field(default_factory=set)  # Conch's ids of messages that came from here
     conversation_id: str | None = None
-    observer: MessageObserver | None = None
+    observer: MessageObserver | None = None  # the WebSocket model's
+    subscription: Any = None  # a shared document's messages, observed
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     streams: dict[str, _Stream] = field(default_factory=dict)
     round_spent: float | None = None
@@ -127,6 +129,9 @@ class ChatRooms:
         chat_id = str(data.get("chat_id") or "")
         action = data.get("action")
         if action == "opened":
+            kept = self._rooms.get(chat_id)
+            if kept is not None and kept.model is self.manager.get(chat_id):
+                return  # the same chat again (collaboration says so for each new client)
             await self._detach(chat_id)  # a chat opened again is a new model: start afresh
             self._attach(chat_id)
         elif action in ("closed", "deleted"):
@@ -138,7 +143,7 @@ class ChatRooms:
             return
         room = self._rooms[chat_id] = _Room(chat_id, model)
         self._set_users(room)
-        room.observer = model.observe_messages(room.heard.put_nowait)
+        self._observe(room)
         room.tasks.append(asyncio.create_task(self._listen(room), name=f"conch-chat-{chat_id}"))
         kept = self.store.find_chat_room(chat_id)
         if kept is not None:
@@ -151,6 +156,8 @@ class ChatRooms:
             return
         if room.observer is not None:
             room.model.unobserve_messages(room.observer)
+        if room.subscription is not None:
+            getattr(room.model, "ymessages").unobserve(room.subscription)  # noqa: B009
         for task in room.tasks:
             task.cancel()
         await asyncio.gather(*room.tasks, return_exceptions=True)
@@ -160,6 +167,34 @@ class ChatRooms:
         room.alive.close()
 
     # --- in: what people and other bots write ---
+
+    def _observe(self, room: _Room) -> None:
+        ymessages = getattr(room.model, "ymessages", None)
+        if ymessages is None:  # the WebSocket model
+            room.observer = room.model.observe_messages(room.heard.put_nowait)
+            return
+        # A shared document (collaboration): jupyterlab-chat 0.25's YChat reports no new message
+        # while the document is unsaved (`dirty`), which is most of the time someone is writing;
+        # so its shared array of messages is read here, by the same rule it uses: a message whose
+        # sender is a bot user was written by a bot, any other by a person through a client.
+        room.subscription = ymessages.observe(lambda event: self._inserted(room, event))
+
+    def _inserted(self, room: _Room, event: Any) -> None:
+        changes = list(getattr(event, "delta", ()))
+        if any("delete" in change for change in changes):
+            return  # a message moved to its server time: not a new one
+        users = room.model.get_users()
+        for change in changes:
+            for item in change.get("insert", ()):
+                message = Message(**item.to_py())
+                sender = users.get(message.sender)
+                bot = sender is not None and bool(sender.bot)
+                action = (
+                    ChatMessageAction.SERVER_MSG_SENT
+                    if bot
+                    else ChatMessageAction.CLIENT_MSG_RECEIVED
+                )
+                room.heard.put_nowait(ChatMessageEvent(action=action, message=message))
 
     async def _listen(self, room: _Room) -> None:
         while True:
