@@ -1,5 +1,6 @@
 """Rooms in Jupyter Chat in a real JupyterLab 4 with jupyterlab-chat (its WebSocket transport):
-a person types in a `.chat` document's own input, as in the chat panel, and watches a round of
+a person types in a `.chat` document's own input, as in the chat panel: its @ list offers Conch's
+agents (js/chat-agents.js, Conch's JupyterLab extension); the person watches a round of
 two of Conch's agents (the offline model, slowed down) stream in as those agents' messages, hand
 over and fold to one line from Conch; `/stop` ends the next round at once; the Conch API shows
 the same room. No console errors of Conch's."""
@@ -60,6 +61,19 @@ def a_round_then_stop(browser: Browser, lab: Lab, screenshot: str) -> None:
     page = open_chat(browser, lab)
     console = Console(page)
     chat = page.locator(".jp-chat-messages-container")
+
+    # The chat's @ list offers Conch's agents (Conch's JupyterLab extension), not Conch itself.
+    box = page.locator(".jp-chat-input-container textarea").first
+    box.press_sequentially("@")
+    offered = page.locator(".jp-chat-command-name")
+    expect(offered.filter(has_text="@Writer")).to_be_visible(timeout=30_000)
+    expect(offered.filter(has_text="@Researcher")).to_be_visible()
+    assert "@Conch" not in offered.all_inner_texts()
+    box.press_sequentially("Re")
+    expect(offered).to_have_text(["@Researcher"])
+    offered.first.click()
+    expect(box).to_have_value("@Researcher ")
+    box.fill("")
 
     send(page, "@Researcher find options, @Writer draft it")
     end = chat.get_by_text("Researcher and Writer took turns · 2 replies")
