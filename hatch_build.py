@@ -1,6 +1,6 @@
-"""The view's build: js/ bundled by esbuild into conch_jupyter/widget/static/, and Conch's JupyterLab
-extension for Jupyter Chat (js/chat-agents.js) into conch_jupyter/labextension/static/ (a hatch
-build hook; `npm run build` makes both).
+"""The view's build: js/ bundled by esbuild into conch_jupyter/widget/static/, and Conch's
+JupyterLab extension for Jupyter Chat (js/chat-agents.js) into conch_jupyter/labextension/static/
+(a hatch build hook; `npm run build` makes both).
 
 Owns the one way the built view is made, used by the wheel and sdist builds (this hook, so a
 wheel always carries the built files), by `python3 dev.py lab|test`, and by the tests when the
