@@ -106,6 +106,8 @@ async def test_a_round_of_two_agents_streams_hands_over_and_folds_to_one_line(
     assert chat.shown()[0]["sender"] == chat.me
     assert said[0][1] == "@Researcher find options, @Writer draft it"
     assert end[0]["body"].startswith("Researcher and Writer took turns · 2 replies · $0.0")
+    # Conch's posts mention no one: they start no persona's reply.
+    assert all(not m.get("mentions") for m in chat.shown() if m["sender"] != chat.me)
     # The reply streamed: the chat showed it growing before it was whole.
     streamed = chat.bodies[chat.by(users["Researcher"])[0]["id"]]
     assert streamed[0] == "Options: "
@@ -287,3 +289,21 @@ async def test_an_outside_agents_answer_is_posted_sealed(api: Api, chat: ChatCli
     assert body.endswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
     room = await room_of(api, "work/plan.chat")
     assert room["tainted"] == {"kind": "person", "by": "Helper"}
+
+
+async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
+    api: Api, models: ScriptedModels, chat: ChatClient
+) -> None:
+    models.responder = by_speaker({"Ann": "over to @Bob", "Bob": "back to @Ann"})
+    await make_agents(api, models, "Ann", "Bob")
+    await chat.send("@Ann start, then pass it on")
+    end = await chat.until(lambda c: [m for m in c.by("conch") if "took turns" in m["body"]])
+    assert end[0]["body"] == (
+        "Ann and Bob took turns · 5 replies · ended: two agents kept passing it back and forth"
+    )
+    assert len(models.requests) == 5
+
+    ann = (await agent_ids(api))["Ann"]
+    status, _ = await api("PATCH", "agents/ann", {"name": "Annie"})
+    assert status == 200
+    await chat.until(lambda c: c.users[ann]["display_name"] == "Annie")
