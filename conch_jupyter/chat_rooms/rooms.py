@@ -180,6 +180,13 @@ class ChatRooms:
         room.subscription = ymessages.observe(lambda event: self._inserted(room, event))
 
     def _inserted(self, room: _Room, event: Any) -> None:
+        # Called inside the document's transaction: nothing may escape into it.
+        try:
+            self._read_inserted(room, event)
+        except Exception:
+            log.exception("Conch: chat %s: a new message could not be read", room.chat_id)
+
+    def _read_inserted(self, room: _Room, event: Any) -> None:
         changes = list(getattr(event, "delta", ()))
         if any("delete" in change for change in changes):
             return  # a message moved to its server time: not a new one
