@@ -113,11 +113,9 @@ class ChatRooms:
         self._rooms: dict[str, _Room] = {}
 
     def start(self) -> None:
-        """Observe the chats as they go live (and take those already live)."""
+        """Observe the chats as they go live (Conch starts with the server, before any is)."""
         self.manager.observe_chats(self._on_chat_event)
         self.rounds.observe_names(self._names_changed)
-        for chat_id in list(getattr(self.manager, "_chats_by_id", {})):
-            self._attach(chat_id)
 
     async def close(self) -> None:
         for chat_id in list(self._rooms):
