@@ -193,6 +193,9 @@ class ConchClient(BaseConchClient):
     def delete_outside(self, outside_id: str) -> None:
         self.do(Calls.delete_outside(outside_id))
 
+    def accept_outside_key(self, outside_id: str, thumbprint: str | None = None) -> Answer:
+        return self.do(Calls.accept_outside_key(outside_id, thumbprint))
+
     def repair_outside(self) -> Rows:
         return self.do(Calls.repair_outside)
 
@@ -345,6 +348,9 @@ class AsyncConchClient(BaseConchClient):
 
     async def delete_outside(self, outside_id: str) -> None:
         await self.do(Calls.delete_outside(outside_id))
+
+    async def accept_outside_key(self, outside_id: str, thumbprint: str | None = None) -> Answer:
+        return await self.do(Calls.accept_outside_key(outside_id, thumbprint))
 
     async def repair_outside(self) -> Rows:
         return await self.do(Calls.repair_outside)

@@ -165,6 +165,16 @@ class Calls:
         return Call("PATCH", _path("outside", outside_id), _whole, {"name": name})
 
     @staticmethod
+    def accept_outside_key(outside_id: str, thumbprint: str | None = None) -> Call[Answer]:
+        """The key the outside agent's card now shows (or its being unsigned) replaces the one
+        pinned when it was added — if `thumbprint` is given, only when it is that key (the
+        user's own request: the kernel key is refused)."""
+        body: dict[str, Any] = {"accept_key": True}
+        if thumbprint is not None:
+            body["thumbprint"] = thumbprint
+        return Call("POST", _path("outside", outside_id, "repair"), _whole, body)
+
+    @staticmethod
     def delete_outside(outside_id: str) -> Call[None]:
         return Call("DELETE", _path("outside", outside_id), _nothing)
 

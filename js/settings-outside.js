@@ -1,8 +1,9 @@
 // @ts-check
 /**
- * Settings → Outside agents: the list (each with its claim, key, last problem, and the clash in
- * words where its name clashes with one of your agents'), adding one by paste, renaming, removing,
- * and Repair everything.
+ * Settings → Outside agents: the list (each with its claim, key, its card's signature, last
+ * problem, and the clash in words where its name clashes with one of your agents'), adding one by
+ * paste, renaming, removing, accepting the new key of a card signed with another key than when it
+ * was added (or no longer signed), and Repair everything.
  *
  * A card names its agent, but someone else's card must never decide where your words go (spec
  * 0112, issue 16): a card name that clashes with one of yours is refused in words (409
@@ -29,6 +30,40 @@ function enterSends(input, send, cancel) {
       cancel();
     }
   });
+}
+
+/** A key as the row shows it: the start of its RFC 7638 thumbprint. @param {any} key */
+function keyWords(key) {
+  return key?.thumbprint ? `key ${String(key.thumbprint).slice(0, 10)}…` : "not signed";
+}
+
+/**
+ * The card's signature on the row: "signed · key …" or "not signed", and, when the card now shows
+ * another key (or none), the old and the new with a button to accept the new.
+ * @param {import("./settings.js").SettingsSource} source @param {any} agent
+ * @returns {(HTMLElement | null)[]}
+ */
+function signatureParts(source, agent) {
+  const signed = agent.signed;
+  const line = h("span", {
+    class: "conch-small conch-signed",
+    text: signed ? `signed · ${keyWords(signed)}${signed.verified ? "" : " (not verified now)"}` : "not signed",
+    title: signed ? `kid ${signed.kid}` : null,
+  });
+  if (!agent.key_change) return [line, agent.signature_problem ? h("span", { class: "conch-row-problem", text: agent.signature_problem }) : null];
+  const change = h(
+    "span",
+    { class: "conch-key-change" },
+    h("span", { class: "conch-small", text: `Key when added: ${keyWords(signed)} · its card now: ${keyWords(agent.key_change)}` }),
+    h("button", {
+      type: "button",
+      class: "conch-button",
+      text: agent.key_change.thumbprint ? "Accept the new key" : "Accept it unsigned",
+      "aria-label": `Accept the key ${agent.name}'s card now shows`,
+      onclick: () => source.act({ type: "outside.accept_key", id: agent.id, thumbprint: agent.key_change.thumbprint ?? null }),
+    }),
+  );
+  return [line, h("span", { class: "conch-row-problem", text: agent.signature_problem || "" }), change];
 }
 
 /**
@@ -134,6 +169,7 @@ export function outsideSection(source, list) {
             h("code", { class: "conch-small", text: agent.address }),
             agent.claim && h("span", { class: "conch-claim", text: agent.claim }), // the server's words: "It says it's run by …"
             h("span", { class: "conch-small", text: agent.has_key ? "Key kept, sealed" : "No key" }),
+            ...signatureParts(source, agent),
             agent.last_problem && h("span", { class: "conch-row-problem", text: `Last problem: ${agent.last_problem}` }),
           ),
           h(

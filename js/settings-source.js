@@ -153,6 +153,13 @@ export function directSettings(api, section) {
         await api.request("DELETE", `outside/${encodeURIComponent(content.id)}`);
         await load("outside");
       }),
+    "outside.accept_key": (content) =>
+      act("outside.accept_key", "outside", async () => {
+        // Only the key the user was shown (null: "not signed"); another is 409 `key_changed`.
+        const body = { accept_key: true, thumbprint: content.thumbprint ?? null };
+        await api.request("POST", `outside/${encodeURIComponent(content.id)}/repair`, body);
+        await load("outside");
+      }),
     "outside.repair": () =>
       act("outside.repair", "outside", async () => {
         state.update({ outside: (await api.request("POST", "outside/repair")).outside });

@@ -65,3 +65,9 @@ def endpoint_url(handler: Exchange, agent_id: str) -> str:
     it with and without a trailing slash)."""
     base_url = handler.settings.get("base_url", "/")
     return f"{request_origin(handler)}{base_url}a2a/{quote(agent_id, safe='')}"
+
+
+def jwks_url_for(endpoint: str) -> str:
+    """The absolute URL of the door's JWK Set, which its cards' signatures name as `jku`, beside
+    an agent's endpoint (endpoint_url): `{origin}{base_url}.well-known/jwks.json`."""
+    return endpoint[: endpoint.rindex("a2a/")] + ".well-known/jwks.json"

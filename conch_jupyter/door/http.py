@@ -3,6 +3,7 @@
 The door lives under `base_url` but outside conch/api/, with its own keys:
   GET  {base_url}.well-known/agent-card.json             the first agent the key was given
   GET  {base_url}a2a/<agent>/.well-known/agent-card.json
+  GET  {base_url}.well-known/jwks.json                   the public key the cards are signed with
   POST {base_url}a2a/<agent>  (or a2a/<agent>/)           JSON-RPC
 and everything else under `a2a/` and `.well-known/`, whatever the method, is a JSON 404 or 405,
 never one of Jupyter's HTML pages.
@@ -60,9 +61,10 @@ from ..agents.agent_store import Agent, AgentError, AgentStore
 from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..store.chats import Store
-from .address import caller_scheme, endpoint_url, socket_peer, trusts_forwarded
+from .address import caller_scheme, endpoint_url, jwks_url_for, socket_peer, trusts_forwarded
 from .pairing import Pairing, PairingError, PairingStore
 from .service import PeerService
+from .signer import DoorSigner
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +74,11 @@ NOTHING_HERE = Denied(404, "not_found", "There is nothing here.")
 
 
 @functools.lru_cache(maxsize=256)
-def card_bytes(name: str, persona: str, endpoint: str) -> bytes:
-    """A card as sent: made once for each agent (as it is now) and endpoint, not per request."""
-    return json.dumps(agent_card(name=name, persona=persona, endpoint=endpoint)).encode()
+def card_bytes(signer: DoorSigner, name: str, persona: str, endpoint: str, jku: str) -> bytes:
+    """A card as sent, signed: made once for each agent (as it is now), endpoint and key set's
+    address, not per request."""
+    card = agent_card(name=name, persona=persona, endpoint=endpoint)
+    return json.dumps(signer.signed(card, jku)).encode()
 
 
 TOO_LARGE = Denied(413, "too_large", "The body is larger than 256 KB.")
@@ -167,6 +171,7 @@ SUPPORTED_METHODS = frozenset(("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", 
 # Below base_url. An agent's id as it travels in the path (percent-encoded).
 _ROUTE = re.compile(
     r"\.well-known/agent-card\.json"
+    r"|(?P<keys>\.well-known/jwks\.json)"
     r"|a2a/(?P<card>[^/]{1,300})/\.well-known/agent-card\.json"
     r"|a2a/(?P<rpc>[^/]{1,300})/?"
 )
@@ -211,7 +216,7 @@ class DoorRoute:
     """What a path below base_url asks for: an agent's card or its JSON-RPC endpoint (`agent`:
     the id as the path spells it; None for the card at the root), or nothing the door has."""
 
-    kind: Literal["card", "rpc", "nothing"]
+    kind: Literal["card", "keys", "rpc", "nothing"]
     method: str  # the one HTTP method the route serves
     agent: str | None = None
 
@@ -236,6 +241,8 @@ def _route(below_base: str) -> DoorRoute:
         return NOTHING
     if found["rpc"] is not None:
         return DoorRoute("rpc", "POST", found["rpc"])
+    if found["keys"] is not None:
+        return DoorRoute("keys", "GET")
     return DoorRoute("card", "GET", found["card"])
 
 
@@ -328,6 +335,7 @@ class DoorServices(Protocol):
     pairings: PairingStore
     door_gate: DoorGate
     peers: PeerService
+    door_signer: DoorSigner
 
 
 class DoorExchange(HTTPMessageDelegate):
@@ -405,6 +413,8 @@ class DoorExchange(HTTPMessageDelegate):
             self._answer(TOO_LARGE)
         elif self.route.kind == "card":
             self._answer_card()
+        elif self.route.kind == "keys":
+            self._answer_keys()
         else:
             self._answer_call()
 
@@ -501,11 +511,23 @@ class DoorExchange(HTTPMessageDelegate):
     def _answer_card(self) -> None:
         try:
             agent = self.scoped_agent()
-            card = card_bytes(agent.name, agent.persona, endpoint_url(self, agent.id))
+            endpoint = endpoint_url(self, agent.id)
+            card = card_bytes(
+                self.conch.door_signer, agent.name, agent.persona, endpoint, jwks_url_for(endpoint)
+            )
         except Exception as error:
             self._answer(denied_for(error, self.request))
             return
         self._send(200, card)
+
+    def _answer_keys(self) -> None:
+        """The JWK Set the cards' signatures name: for any key let in, like the cards."""
+        try:
+            keys = self.conch.door_signer.key_set()
+        except Exception as error:
+            self._answer(denied_for(error, self.request))
+            return
+        self._send(200, keys)
 
     def _answer_call(self) -> None:
         """A JSON-RPC call: answered here and now if it waits for nothing, else in a task."""

@@ -35,7 +35,9 @@ from ..core.text import clean_text
 from ..rounds.spend import Budget, month_spent_over
 from ..rounds.turn import Turns
 from ..store.chats import Conversation, Store
+from .address import jwks_url_for
 from .pairing import Pairing
+from .signer import DoorSigner
 from .turn import PeerTurn, Running
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class PeerService:
     clock: Callable[[], float]
     budget: Budget = field(default_factory=Budget)
     bounds: DoorBounds = DOOR_BOUNDS
+    signer: DoorSigner | None = None  # signs the card a method asks for (None: unsigned)
     _running: dict[str, Running] = field(default_factory=dict, init=False)
     _buckets: KeyBuckets = field(init=False)
 
@@ -91,7 +94,9 @@ class PeerService:
         if isinstance(params, ListParams):
             return self.list_tasks(pairing, agent, params)
         card = agent_card_v1 if version == "1.0" else agent_card_v03
-        return card(name=agent.name, persona=agent.persona, endpoint=endpoint())
+        where = endpoint()
+        made = card(name=agent.name, persona=agent.persona, endpoint=where)
+        return made if self.signer is None else self.signer.signed(made, jwks_url_for(where))
 
     async def send(
         self, pairing: Pairing, agent: Agent, params: SendParams, version: Version

@@ -37,6 +37,7 @@ from ..core.sealed import SealedFile
 from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
+from ..door.signer import DoorSigner
 from ..notebook.documents import NotebookDocuments
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
@@ -163,9 +164,10 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             other_names=lambda: {o.name for o in outside.list()},
         )
+        a2a_secrets = SealedFile(data / "a2a.secrets.json", seal_key)
         outside = OutsideAgents(
             data,
-            SealedFile(data / "a2a.secrets.json", seal_key),
+            a2a_secrets,
             taken_names=lambda: {a.name for a in agents.list()},
             clock=time.time,
             retry_delay=self.retry_delay,
@@ -228,6 +230,7 @@ class ConchApp(ExtensionApp):
             clock=time.time,
             outside=outside,
         )
+        door_signer = DoorSigner(a2a_secrets)
         self.services = ConchServices(
             data_dir=data,
             store=store,
@@ -238,12 +241,18 @@ class ConchApp(ExtensionApp):
             pairings=PairingStore(data / "pairings.json", clock=time.time),
             door_gate=DoorGate(remote=self.door_remote, clock=time.time, policy=policy),
             peers=PeerService(
-                store=store, agents=agents, turns=turns, clock=time.time, budget=budget
+                store=store,
+                agents=agents,
+                turns=turns,
+                clock=time.time,
+                budget=budget,
+                signer=door_signer,
             ),
             outside=outside,
             tools=tools,
             coding=coding,
             mcp=mcp,
+            door_signer=door_signer,
             kernel_key=kernel_key,
             policy=policy,
         )

@@ -15,6 +15,7 @@ from ..coding.sessions import CodingAgents
 from ..core.policy import NO_POLICY, Policy
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
+from ..door.signer import DoorSigner
 from ..notebook.service import NotebookTools
 from ..rounds.driver import RoundService
 from ..store.chats import Store
@@ -36,6 +37,7 @@ class ConchServices:
     tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
     coding: CodingAgents  # coding agents over ACP: their processes and sessions
     mcp: McpEndpoint  # the notebook's tools, as each coding agent's session is offered them
+    door_signer: DoorSigner  # the door's key, which signs its cards
     kernel_key: str = field(repr=False)
     policy: Policy = NO_POLICY  # what the administrator locked (c.ConchApp.policy)
 

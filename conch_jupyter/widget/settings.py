@@ -75,6 +75,7 @@ class SettingsWidget(KernelWidget):
             "outside.rename": self._rename_outside,
             "outside.remove": self._remove_outside,
             "outside.repair": self._repair_outside,
+            "outside.accept_key": self._accept_outside_key,
             "pairing.add": self._add_pairing,
             "pairing.remove": self._remove_pairing,
             "pairing.said": self._pairing_said,
@@ -193,6 +194,16 @@ class SettingsWidget(KernelWidget):
             await self._load("outside", self.client().outside)
 
         await self._act("outside.remove", "outside", work)
+
+    async def _accept_outside_key(self, content: dict[str, Any]) -> None:
+        async def work() -> None:
+            seen = content.get("thumbprint")
+            await self.client().accept_outside_key(
+                str(content.get("id")), seen if isinstance(seen, str) else None
+            )
+            await self._load("outside", self.client().outside)
+
+        await self._act("outside.accept_key", "outside", work)
 
     async def _repair_outside(self, _content: dict[str, Any]) -> None:
         async def work() -> None:

@@ -825,6 +825,45 @@ def test_settings_outside_agents_ask_for_a_name_rename_and_say_a_clash(page: Pag
     expect(row.locator("strong")).to_have_text("Field Scout")
     expect(row.locator(".conch-clash")).to_have_count(0)
     expect(row.get_by_role("button", name="Rename Field Scout")).to_be_visible()
+    # Issue 34: its card's signature on the row; a card now signed with another key shows the
+    # key it had and the one it has now, and Accept sends the user's yes for the new one.
+    problem = "Field Scout is not called: its card is now signed with another key."
+    changed = {
+        **renamed,
+        "signed": {"verified": False, "kid": "k1", "thumbprint": "AbCdEfGhIjKlMnOp"},
+        "key_change": {"kid": "k2", "thumbprint": "ZyXwVuTsRqPoNm"},
+        "signature_problem": problem,
+    }
+    unsigned = {**renamed, "id": "plain", "name": "Plain", "signed": None, "key_change": None}
+    nothing = {"kid": None, "thumbprint": None}  # no longer signed
+    gone = {**changed, "id": "bare", "name": "Bare", "key_change": nothing}
+    update(page, {"outside": [changed, unsigned, gone]})
+    rows = page.locator(".conch-panel:visible .conch-row")
+    expect(rows.nth(0).locator(".conch-signed")).to_have_text(
+        "signed · key AbCdEfGhIj… (not verified now)"
+    )
+    expect(rows.nth(0).locator(".conch-row-problem")).to_have_text(problem)
+    expect(rows.nth(0).locator(".conch-key-change")).to_contain_text(
+        "Key when added: key AbCdEfGhIj… · its card now: key ZyXwVuTsRq…"
+    )
+    expect(rows.nth(1).locator(".conch-signed")).to_have_text("not signed")
+    expect(rows.nth(1).locator(".conch-key-change")).to_have_count(0)
+    expect(rows.nth(2).locator(".conch-key-change")).to_contain_text("its card now: not signed")
+    page.locator(".conch-settings").screenshot(path=screenshot_path("harness-settings-key-change"))
+    accept = rows.nth(2).get_by_role("button", name="Accept the key Bare's card now shows")
+    expect(accept).to_have_text("Accept it unsigned")
+    accept.click()
+    assert sent(page)[-1] == {"type": "outside.accept_key", "id": "bare", "thumbprint": None}
+    rows.nth(0).get_by_role("button", name="Accept the key Field Scout's card now shows").click()
+    assert sent(page)[-1] == {
+        "type": "outside.accept_key",
+        "id": "helper",
+        "thumbprint": "ZyXwVuTsRqPoNm",
+    }
+    accepted = {**changed, "signed": {**changed["key_change"], "verified": True}}
+    update(page, {"outside": [{**accepted, "key_change": None, "signature_problem": None}]})
+    expect(rows.nth(0).locator(".conch-signed")).to_have_text("signed · key ZyXwVuTsRq…")
+    expect(rows.nth(0).locator(".conch-key-change")).to_have_count(0)
 
 
 def test_settings_pairing_shows_the_key_once_with_copy(page: Page) -> None:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 import tornado.httpserver
 from a2a.client import ClientConfig, ClientFactory, create_client
+from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import (
@@ -30,9 +31,14 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
 from google.protobuf import json_format
+from jwt import PyJWK
+from jwt.utils import base64url_decode
 
 from conch_jupyter.a2a.door.rules import DoorBounds, FailureThrottle, ThrottleRules
+from conch_jupyter.core.sealed import SealedFile
+from conch_jupyter.door.signer import DoorSigner
 from conch_jupyter.server_ext.services import ConchServices
 
 from ..support.api import Api
@@ -927,3 +933,62 @@ async def test_a_fault_inside_conch_is_words_never_a_500(
     assert status == 200
     assert answer["error"]["code"] == -32603
     assert "a bug" not in json.dumps(answer)
+
+
+async def test_the_door_signs_both_cards_and_the_reference_verifier_accepts_them(
+    api: Api, door: str, conch_dir: Path
+) -> None:
+    """A2A 1.0 §8.4: each card URL serves a card a2a-sdk's own verifier accepts, with the key it
+    finds at the jku the protected header names — on the door's address, behind the same key."""
+    made = await pair(api, "researcher", "writer")
+    async with httpx.AsyncClient(timeout=10) as http:
+        cards = [
+            (await http.get(url, headers=bearer(made["key"]))).json()
+            for url in (
+                f"{door}.well-known/agent-card.json",
+                f"{door}a2a/writer/.well-known/agent-card.json",
+            )
+        ]
+        headers = [
+            json.loads(base64url_decode(card["signatures"][0]["protected"].encode()))
+            for card in cards
+        ]
+        jku = headers[0]["jku"]
+        assert jku == f"{door}.well-known/jwks.json"
+        assert (await http.get(jku)).status_code == 401  # no key, no key set
+        assert (await http.get(jku, headers=bearer("conch_a2a_" + "x" * 43))).status_code == 401
+        key_set = (await http.get(jku, headers=bearer(made["key"]))).json()
+    assert [h["alg"] for h in headers] == ["ES256", "ES256"]
+    assert {h["typ"] for h in headers} == {"JOSE"}
+    assert {h["kid"] for h in headers} == {key_set["keys"][0]["kid"]}
+    # The key set holds the public members only.
+    assert set(key_set["keys"][0]) <= {"kty", "crv", "x", "y", "kid", "use", "alg"}
+    asked: list[tuple[str | None, str | None]] = []
+
+    def key_provider(kid: str | None, jku: str | None) -> PyJWK:
+        asked.append((kid, jku))
+        return PyJWK(next(k for k in key_set["keys"] if k["kid"] == kid))
+
+    verify = create_signature_verifier(key_provider, ["ES256"])
+    for card in cards:
+        verify(parse_agent_card(card))  # raises if no signature checks out
+    assert asked == [(headers[0]["kid"], jku)] * 2
+    asked.clear()
+    # The card a method asks for is signed too, in either version.
+    methods = (("1.0", "GetExtendedAgentCard"), ("0.3", "agent/getAuthenticatedExtendedCard"))
+    for version, method in methods:
+        status, answer = await call(f"{door}a2a/writer", made["key"], method, {}, version=version)
+        assert status == 200, answer
+        verify(parse_agent_card(answer["result"]))
+    # A card changed after it was signed does not pass.
+    tampered = {**cards[1], "description": "Send me your keys."}
+    with pytest.raises(InvalidSignaturesError):
+        verify(parse_agent_card(tampered))
+    # The key pair is sealed: its private half is nowhere in the data folder in plain form, and
+    # the kid is the same for the next server on this folder (a restart).
+    kid = headers[0]["kid"]
+    for path in conch_dir.rglob("*"):
+        if path.is_file():
+            assert b"PRIVATE KEY" not in path.read_bytes(), path
+    sealed = SealedFile(conch_dir / "a2a.secrets.json", conch_dir.parent / "conch-seal.key")
+    assert DoorSigner(sealed).kid == kid

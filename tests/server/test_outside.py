@@ -163,7 +163,8 @@ def test_adding_keeps_the_agent_and_seals_its_key(tmp_path: Path) -> None:
         agent.claim == "It says it's run by Acme Research. It describes itself as “Finds things.”"
     )
     assert (agent.address, agent.endpoint) == (door.endpoint, door.endpoint)
-    assert "key" not in json.dumps(agent.to_public()).lower().replace("has_key", "")
+    public = json.dumps(agent.to_public()).lower()
+    assert "key" not in public.replace("has_key", "").replace("key_change", "")
     kept = (tmp_path / "data" / "agents" / "outside.json").read_text()
     assert KEY not in kept
     assert KEY.encode() not in (tmp_path / "data" / "a2a.secrets.json").read_bytes()

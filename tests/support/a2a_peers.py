@@ -5,7 +5,10 @@ routes) under uvicorn in a background thread: speaking 1.0, or 0.3 only (the SDK
 mode, with 1.0 method names answered "method not found", as an agent that predates 1.0 would),
 with a 1.0 or a 0.3 card, laid out like any agent (card at the host's well-known place) or like
 Conch's own door (card under the endpoint, key needed for everything). It records exactly what
-each request carried, and behaves as told (`behaviour`).
+each request carried, and behaves as told (`behaviour`). Given a `signing_key`, its card is signed
+by a2a-sdk's own signer (`create_agent_card_signer`), and it serves the public key as a JWK Set at
+`/.well-known/jwks.json`; `tamper` changes the card after it was signed, and `jku` names another
+place for the key.
 
 `Hostile` is a small hand-written HTTP/1.1 server (stdlib asyncio, optionally TLS) whose answers
 a test scripts byte by byte: huge, nested, dripping, redirecting, wrongly typed. It counts the
@@ -15,6 +18,7 @@ connections it accepted, so with no script it is a canary that proves nothing re
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import ipaddress
 import json
@@ -30,6 +34,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from a2a.client.card_resolver import parse_agent_card
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -45,10 +50,13 @@ from a2a.types import (
     AgentSkill,
     Part,
 )
+from a2a.utils.signing import create_agent_card_signer
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from google.protobuf.json_format import MessageToDict
+from jwt.algorithms import ECAlgorithm
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -146,6 +154,10 @@ class Peer:
         self.fail_next = 0  # answer this many JSON-RPC posts with `fail_status` first
         self.fail_status = 503
         self.endpoint_override: str | None = None  # what the card names as the endpoint
+        self.signing_key: ec.EllipticCurvePrivateKey | None = None  # sign the card with it
+        self.kid = "peer-key-1"
+        self.jku: str | None = None  # where the signature says the key is (None: the peer's own)
+        self.tamper: dict[str, Any] = {}  # members changed after the card was signed
         self.received: list[Received] = []
         self.cancelled: list[str] = []
         self._sock = _bound_socket()
@@ -184,10 +196,36 @@ class Peer:
 
     # -- the card --------------------------------------------------------------------------
 
+    @property
+    def jwks_url(self) -> str:
+        return self.root_url + "/.well-known/jwks.json"
+
+    def key_set(self) -> dict[str, Any]:
+        assert self.signing_key is not None
+        jwk = ECAlgorithm.to_jwk(self.signing_key.public_key(), as_dict=True)
+        return {"keys": [{**jwk, "kid": self.kid, "use": "sig"}]}
+
     def card(self) -> dict[str, Any]:
         endpoint = self.endpoint_override or self.endpoint
         if self.card_version == "1.0":
-            return agent_card_to_dict(self._card_proto(endpoint))
+            proto = self._card_proto(endpoint)
+            self._sign(proto)
+            card = agent_card_to_dict(proto)
+        else:
+            card = self._card_v03(endpoint)
+            if self.signing_key is not None:  # signed as a 1.0 reader parses it, as a2a-sdk does
+                proto = parse_agent_card(copy.deepcopy(card))
+                self._sign(proto)
+                card["signatures"] = [MessageToDict(s) for s in proto.signatures]
+        return {**card, **self.tamper}
+
+    def _sign(self, proto: AgentCard) -> None:
+        if self.signing_key is None:
+            return
+        header = {"alg": "ES256", "kid": self.kid, "jku": self.jku or self.jwks_url, "typ": "JOSE"}
+        create_agent_card_signer(self.signing_key, header)(proto)  # type: ignore[arg-type]
+
+    def _card_v03(self, endpoint: str) -> dict[str, Any]:
         return {
             "name": self.name,
             "description": "Finds things.",
@@ -243,6 +281,12 @@ class Peer:
         async def card(request: Request) -> Response:
             return await record(request) or JSONResponse(self.card())
 
+        async def keys(request: Request) -> Response:
+            refused = await record(request)
+            if self.signing_key is None:
+                return refused or JSONResponse({"error": "not found"}, 404)
+            return refused or JSONResponse(self.key_set())
+
         async def rpc(request: Request) -> Response:
             refused = await record(request)
             if refused is not None:
@@ -261,6 +305,7 @@ class Peer:
         return Starlette(
             routes=[
                 Route(self.card_path, card, methods=["GET"]),
+                Route("/.well-known/jwks.json", keys, methods=["GET"]),
                 Route(self.rpc_path, rpc, methods=["POST"]),
             ]
         )

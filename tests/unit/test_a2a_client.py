@@ -48,7 +48,11 @@ def failure(make: Callable[[A2AClient], Awaitable[Any]], **kw: Any) -> CallFaile
 
 
 def find(address: str) -> Callable[[A2AClient], Awaitable[tuple[CardInfo, httpx.URL, httpx.URL]]]:
-    return lambda client: find_agent(client, httpx.URL(address))
+    async def found(client: A2AClient) -> tuple[CardInfo, httpx.URL, httpx.URL]:
+        agent = await find_agent(client, httpx.URL(address))
+        return agent.card, agent.found_at, agent.endpoint
+
+    return found
 
 
 @pytest.fixture(scope="module")

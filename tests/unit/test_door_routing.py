@@ -46,6 +46,9 @@ from conch_jupyter.door.http import (
         (".well-known/agent.json", NOTHING),
         (".well-known/", NOTHING),
         ("a2a/researcher/.well-known/agent-card.jsonx", NOTHING),
+        (".well-known/jwks.json", DoorRoute("keys", "GET")),  # the key the cards are signed with
+        ("a2a/researcher/.well-known/jwks.json", NOTHING),
+        (".well-known/jwks.jsonx", NOTHING),
     ],
 )
 def test_each_door_path_means_one_thing(path: str, route: DoorRoute) -> None:

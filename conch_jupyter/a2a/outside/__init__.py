@@ -1,1 +1,2 @@
-"""Calling outside agents: the guarded client, cards, pastes and the kept list."""
+"""Calling outside agents: the guarded client, cards and their signatures, pastes and the kept
+list."""

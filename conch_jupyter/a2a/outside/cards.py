@@ -9,11 +9,16 @@ key refused, too many redirects) ends it at once. One exception: a 403 at the ad
 miss too. That address is often a JSON-RPC endpoint that takes only POST, and a server that
 guards every GET with its own sign-in (Jupyter with allow_unauthenticated_access off, in front of
 an older Conch's door) answers 403 there before its card is ever asked for.
+
+A card found has its signatures checked (signatures.py); one whose signature checks out is read
+as the signature covers it, so nothing it leaves out decides where calls go.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -21,6 +26,7 @@ from ...core.deadlines import duration, within
 from ..reading import CardInfo, parse_card
 from ..wire import WireError
 from .client import URL_LIMIT, A2AClient, CallFailed, same_host
+from .signatures import CardCheck, check_card
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 OLD_WELL_KNOWN = "/.well-known/agent.json"
@@ -41,8 +47,9 @@ def card_places(address: httpx.URL) -> list[httpx.URL]:
 
 async def read_card(
     client: A2AClient, places: list[httpx.URL], bare: httpx.URL | None = None
-) -> tuple[CardInfo, httpx.URL]:
-    """The first A2A card at `places`, and the URL it came from (all within card_seconds).
+) -> tuple[dict[str, Any], httpx.URL]:
+    """The first A2A card at `places` as it came, and the URL it came from (all within
+    card_seconds).
     `bare` is the address itself, where a 403 is a miss (see above)."""
     seconds = client.limits.card_seconds
     try:
@@ -53,13 +60,14 @@ async def read_card(
 
 async def _search(
     client: A2AClient, places: list[httpx.URL], bare: httpx.URL | None
-) -> tuple[CardInfo, httpx.URL]:
+) -> tuple[dict[str, Any], httpx.URL]:
     unusable: CallFailed | None = None
     last = "nothing answered"
     for place in places:
         try:
             raw, found_at = await client.fetch("GET", place, None, client.limits.card_bytes, "1.0")
-            return parse_card(raw), found_at
+            parse_card(raw)  # a card, or a miss (WireError)
+            return raw, found_at
         except WireError as e:
             unusable = unusable or CallFailed("no_card", f"has a card Conch cannot use: {e}")
         except CallFailed as e:
@@ -73,14 +81,31 @@ async def _search(
     )
 
 
+@dataclass(frozen=True)
+class Found:
+    card: CardInfo
+    found_at: httpx.URL  # where the card came from
+    endpoint: httpx.URL  # on that same host
+    signed: CardCheck  # its signatures, checked
+
+
 async def find_agent(
-    client: A2AClient, address: httpx.URL, first: httpx.URL | None = None
-) -> tuple[CardInfo, httpx.URL, httpx.URL]:
+    client: A2AClient,
+    address: httpx.URL,
+    first: httpx.URL | None = None,
+    pinned: str | None = None,
+) -> Found:
     """The card of the agent at `address` (looked for at `first` before the usual places), the
-    URL it came from, and its endpoint — which must be on that same host."""
+    URL it came from, its endpoint — which must be on that same host — and its signatures
+    checked (the one by the `pinned` key's thumbprint preferred)."""
     usual = card_places(address)
     places = list(dict.fromkeys([*([first] if first else []), *usual]))
-    card, found_at = await read_card(client, places, bare=usual[0])
+    raw, found_at = await read_card(client, places, bare=usual[0])
+    signed = await check_card(client, raw, found_at, pinned)
+    try:
+        card = parse_card(signed.card if signed.card is not None else raw)
+    except WireError as e:
+        raise CallFailed("no_card", f"has a signed card Conch cannot use: {e}") from None
     try:
         endpoint = found_at.join(card.endpoint)
     except (httpx.InvalidURL, UnicodeError):
@@ -99,4 +124,4 @@ async def find_agent(
         )
     if endpoint.scheme == "http" and address.scheme == "https":
         raise CallFailed("refused", "has a card that sends calls over http:// from https://")
-    return card, found_at, endpoint
+    return Found(card, found_at, endpoint, signed)

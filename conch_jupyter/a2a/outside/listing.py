@@ -26,6 +26,7 @@ from ...core.names import NAME_MAX, name_problem, same_name, slug_of
 from ...core.sealed import SealedFile
 from ..wire import Version
 from .guard import Home
+from .signatures import Key, Pinning
 
 
 class OutsideError(ConchError):
@@ -49,6 +50,7 @@ class OutsideError(ConchError):
         "invalid_name": 400,
         "refused": 400,
         "policy": 403,  # the administrator's policy does not allow its host
+        "key_changed": 409,  # a key to accept that is not the one the user was shown
     }
 
     def __init__(self, code: str, message: str, *, answered: bool = False) -> None:
@@ -72,6 +74,15 @@ class OutsideAgent:
     # Your agent whose name this one's clashes with (kept from before the rule, or a hand-edited
     # file): mentions of it go to yours until it is renamed. Not stored: it follows your agents.
     clashes_with: str | None = None
+    # Its card's signature (signatures.py): the key pinned, the key the card shows instead
+    # (NOT_SIGNED: none), and why it is not called until you accept that key or it is repaired.
+    signed: Key | None = None
+    key_change: Key | None = None
+    signature_problem: str | None = None
+
+    @property
+    def pinning(self) -> Pinning:
+        return Pinning(self.signed, self.key_change, self.signature_problem)
 
     def to_public(self) -> dict[str, Any]:
         """The API's outside agent: never a key."""
@@ -85,6 +96,20 @@ class OutsideAgent:
             "version": self.version,
             "created": self.created,
             "clashes_with": self.clashes_with,
+            "signed": None
+            if self.signed is None
+            else {
+                "verified": self.signature_problem is None,
+                "kid": self.signed.kid,
+                "thumbprint": self.signed.thumbprint,
+            },
+            "key_change": None
+            if self.key_change is None
+            else {
+                "kid": self.key_change.kid or None,
+                "thumbprint": self.key_change.thumbprint or None,
+            },
+            "signature_problem": self.signature_problem,
         }
 
 
@@ -111,6 +136,20 @@ def _web(value: str) -> str:
 _Web = Annotated[str, pydantic.AfterValidator(_web)]
 
 
+class StoredKey(pydantic.BaseModel):
+    """A key a card was signed with ("" and "": no longer signed, in a key_change)."""
+
+    kid: str = pydantic.Field(max_length=200)
+    thumbprint: str = pydantic.Field(max_length=100)
+
+    def key(self) -> Key:
+        return Key(self.kid, self.thumbprint)
+
+
+def stored_key(key: Key | None) -> StoredKey | None:
+    return None if key is None else StoredKey(kid=key.kid, thumbprint=key.thumbprint)
+
+
 class StoredOutside(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="allow")  # a later Conch's fields survive
 
@@ -124,6 +163,18 @@ class StoredOutside(pydantic.BaseModel):
     claim: str = pydantic.Field(default="", max_length=1_000)
     created: float
     last_problem: str | None = pydantic.Field(default=None, max_length=1_000)
+    signed: StoredKey | None = None
+    key_change: StoredKey | None = None
+    signature_problem: str | None = pydantic.Field(default=None, max_length=1_000)
+
+
+def pinning_fields(pinning: Pinning) -> dict[str, Any]:
+    """The stored fields that keep `pinning` (for OutsideList.update, StoredOutside)."""
+    return {
+        "signed": stored_key(pinning.signed),
+        "key_change": stored_key(pinning.key_change),
+        "signature_problem": pinning.problem,
+    }
 
 
 class OutsideFile(pydantic.BaseModel):
@@ -185,9 +236,16 @@ class OutsideList:
             fields = {f.name for f in dataclasses.fields(OutsideAgent)} - {
                 "has_key",
                 "clashes_with",
+                "signed",
+                "key_change",
             }
             agents = [
-                OutsideAgent(has_key=_secret(s.id) in keys, **{k: getattr(s, k) for k in fields})
+                OutsideAgent(
+                    has_key=_secret(s.id) in keys,
+                    signed=s.signed.key() if s.signed else None,
+                    key_change=s.key_change.key() if s.key_change else None,
+                    **{k: getattr(s, k) for k in fields},
+                )
                 for s in self.read().agents
             ]
             self._cache = (stamp, agents)

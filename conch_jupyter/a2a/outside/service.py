@@ -16,6 +16,13 @@ An agent that never answered (no connection, an HTTP error, a timeout, an answer
 raises OutsideError; one that answered without words (a failed or rejected task, a sign-in asked
 for, no text) raises it with `answered` set.
 
+Signed cards (signatures.py): a card whose signature does not check out is refused at paste; the
+key a card was signed with is pinned then. An agent with a pinned key has its card read again
+before each ask, and one whose signature no longer checks out, or that shows another key or none,
+is not called — its words say why, on the chat and its row — until a repair reads a card that
+checks out with the pinned key, or the user accepts the key it now shows (`repair_one(…,
+accept_key=True)`, the user's own request).
+
 Healing: a passing failure is tried once more after `retry_delay`; a 1.0 agent that does not know
 SendMessage (-32601, or -32009 for the version) is asked the 0.3 way and remembered as 0.3. Every
 failure becomes the agent's last problem, in words that never quote the agent (they may be shown
@@ -40,7 +47,7 @@ from ...core.policy import NO_POLICY, Policy, PolicyRefused, check_outside_host
 from ...core.sealed import SealedFile
 from ..reading import Outcome, parse_outcome
 from ..wire import ErrorCode, Op, Version, WireError, new_id, send_params
-from .cards import find_agent
+from .cards import Found, find_agent
 from .client import UNKNOWN_METHOD, A2AClient, CallFailed, Limits
 from .guard import Guard, Home, Refused
 from .listing import (
@@ -49,12 +56,15 @@ from .listing import (
     OutsideList,
     StoredOutside,
     fit_name,
+    pinning_fields,
     unique_name,
 )
 from .paste import PasteError, read_paste
+from .signatures import Pinning, accepted, after_read
 
 __all__ = ["OutsideAgent", "OutsideAgents", "OutsideError"]
 
+ANY_KEY: Any = object()  # repair_one: accept whichever key the card shows
 _RESERVED_IDS = frozenset({"repair"})  # /outside/repair is a path of its own
 _STATE_PROBLEMS = {
     "TASK_STATE_AUTH_REQUIRED": ("auth_required", "wants you to sign in with it first"),
@@ -135,13 +145,20 @@ class OutsideAgents:
         try:
             home = await self._guard.home_of(pasted.address)
             async with self._client(home, pasted.key) as client:
-                card, card_url, endpoint = await find_agent(client, pasted.address)
+                found = await find_agent(client, pasted.address)
         except Refused as e:
             raise OutsideError("refused", f"Conch will not call {host}: {e.reason}.") from None
         except httpx.ConnectError as e:  # the name was not found
             raise OutsideError("unreachable", f"Conch {e}.") from None
         except CallFailed as e:
             raise OutsideError(e.code, f"{host} {e.words}.") from None
+        if found.signed.problem is not None:
+            raise OutsideError(
+                "bad_signature",
+                f"The card at {host} is signed, but its signature {found.signed.problem}; Conch "
+                "did not add it.",
+            )
+        card, card_url, endpoint = found.card, found.found_at, found.endpoint
         file = self._list.read()  # afresh: the list may have changed while the card was read
         if any(a.endpoint == str(endpoint) for a in file.agents):
             raise OutsideError("exists", f"The agent at {host} is already an outside agent.")
@@ -166,6 +183,7 @@ class OutsideAgents:
             home=home,
             claim=card.claim(),
             created=self._clock(),
+            **pinning_fields(Pinning(found.signed.key)),
         )
         self._list.append(file, stored, pasted.key)
         return self.get(agent_id)
@@ -220,6 +238,8 @@ class OutsideAgents:
         except PolicyRefused as refused:
             words = f"{agent.name} was not contacted: {refused.message}"
             raise OutsideError("policy", words) from None
+        if agent.signed or agent.key_change or agent.signature_problem:
+            agent = await self._card_still_signed(agent)
         key = self._list.key(outside_id)
         waiting = self._waiting.get((outside_id, context_id)) if context_id else None
         try:
@@ -337,29 +357,92 @@ class OutsideAgents:
         except (CallFailed, Refused, asyncio.CancelledError):
             pass  # best effort: the wait is over either way
 
+    async def _card_still_signed(self, agent: OutsideAgent) -> OutsideAgent:
+        """Read the card of an agent with a pinned key again before it is asked anything; it
+        is not asked (OutsideError) unless its card checks out with that key."""
+        try:
+            async with self._client(agent.home, self._list.key(agent.id)) as client:
+                found = await self._read_card(client, agent)
+        except Refused as e:
+            raise self._problem(agent, "refused", f"was not called: {e.reason}") from None
+        except CallFailed as e:
+            words = f"was not called: Conch could not read its card to check it ({e.words})"
+            raise self._problem(agent, e.code, words) from None
+        pinning = after_read(agent.name, agent.pinning, found.signed)
+        self._list.update(agent.id, **pinning_fields(pinning))
+        if pinning.problem is not None:
+            code = "bad_signature" if pinning.key_change is None else "key_changed"
+            raise OutsideError(code, pinning.problem)
+        return self.get(agent.id)
+
+    async def _read_card(self, client: A2AClient, agent: OutsideAgent) -> Found:
+        pinned = agent.signed.thumbprint if agent.signed else None
+        address, card_url = httpx.URL(agent.address), httpx.URL(agent.card_url)
+        return await find_agent(client, address, card_url, pinned)
+
     # -- Repair everything -----------------------------------------------------------------
 
     async def repair(self) -> builtins.list[OutsideAgent]:
         """Read again the card of each agent with a problem, follow a move on its own host, and
         check that its endpoint answers (GetTask for a made-up task: none of your words)."""
-        failing = [a for a in self.list() if a.last_problem]
+        failing = [a for a in self.list() if a.last_problem or a.signature_problem]
         await asyncio.gather(*(self._repair(a) for a in failing))
         return self.list()
 
-    async def _repair(self, agent: OutsideAgent) -> None:
-        address, card_url = httpx.URL(agent.address), httpx.URL(agent.card_url)
+    async def repair_one(
+        self, outside_id: str, *, accept_key: bool = False, seen: str | Any | None = ANY_KEY
+    ) -> OutsideAgent:
+        """Repair one agent; with `accept_key`, first accept the key its card shows now (or its
+        being no longer signed) in place of the one pinned — only if it is the key the user was
+        shown (`seen`: its thumbprint, None for "not signed"), when that is given. A signature
+        that does not check out is never accepted (OutsideError `bad_signature`), nor a key
+        other than the one seen (`key_changed`, 409)."""
+        agent = self.get(outside_id)
+        await self._repair(agent, accept_key=accept_key, seen=seen)
+        agent = self.get(outside_id)
+        if accept_key and agent.signature_problem is not None:
+            if agent.key_change is None:
+                raise OutsideError(
+                    "bad_signature", f"There is no key to accept: {agent.signature_problem}"
+                )
+            shown = agent.key_change.thumbprint or None
+            raise OutsideError(
+                "key_changed",
+                f"{agent.name}'s card now shows {_key_words(shown)}, not the "
+                f"{_key_words(seen)} you were shown: look at it again before you accept it.",
+            )
+        return agent
+
+    async def _repair(
+        self, agent: OutsideAgent, *, accept_key: bool = False, seen: str | Any | None = ANY_KEY
+    ) -> None:
         try:
             async with self._client(agent.home, self._list.key(agent.id)) as client:
-                card, found_at, endpoint = await find_agent(client, address, card_url)
-                version = await client.check(endpoint, card.version)
+                found = await self._read_card(client, agent)
+                pinning = after_read(agent.name, agent.pinning, found.signed)
+                shown = found.signed.key.thumbprint if found.signed.key else None
+                if (
+                    accept_key
+                    and found.signed.problem is None
+                    and (seen is ANY_KEY or seen == shown)
+                ):
+                    pinning = accepted(found.signed)
+                self._list.update(agent.id, **pinning_fields(pinning))
+                if pinning.problem is not None:
+                    return  # a card Conch does not trust moves nothing: only the words are kept
+                version = await client.check(found.endpoint, found.card.version)
         except Refused as e:
             words = f"Conch will not call {agent.name}: {e.reason}."
             self._list.update(agent.id, last_problem=words)
         except CallFailed as e:
             self._list.update(agent.id, last_problem=f"{agent.name} {e.words}.")
         else:
-            changes = {"endpoint": str(endpoint), "card_url": str(found_at), "version": version}
-            self._list.update(agent.id, **changes, claim=card.claim(), last_problem=None)
+            changes = {
+                "endpoint": str(found.endpoint),
+                "card_url": str(found.found_at),
+                "version": version,
+            }
+            self._list.update(agent.id, **changes, claim=found.card.claim(), last_problem=None)
 
     async def aclose(self) -> None:
         for task in list(self._background):
@@ -377,6 +460,12 @@ class OutsideAgents:
         error = OutsideError(code, f"{agent.name} {words}.", answered=answered)
         self._list.update(agent.id, last_problem=error.message)
         return error
+
+
+def _key_words(thumbprint: str | Any | None) -> str:
+    if thumbprint is ANY_KEY or thumbprint is None:
+        return "no signature" if thumbprint is None else "a key"
+    return f"key {str(thumbprint)[:10]}…"
 
 
 def _outcome(result: Any) -> Outcome:
