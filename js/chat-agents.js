@@ -1,7 +1,10 @@
 // Conch's agents in Jupyter Chat's @ list: a JupyterLab extension of one plugin, which adds a
 // command provider to @jupyter/chat's IChatCommandRegistry (as jupyterlab-chat offers its own
 // mentions). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
-// agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name.
+// agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name, as
+// Conch's `GET conch/api/roster` names them now (an agent added, renamed or removed is offered
+// so at once; an outside agent whose name clashes with one of yours is held back, as the
+// notebook view's @ picker holds it back).
 //
 // It is built by esbuild alone (no @jupyterlab/builder): this file is the extension's whole
 // remote entry. JupyterLab loads it, calls `init` with the page's shared modules, then `get`;
@@ -11,32 +14,41 @@
 
 /** The chat command provider's id. */
 export const PROVIDER_ID = "conch:agents";
-/** The chat's usernames of Conch's agents (chat_rooms/words.py `agent_user`). */
-export const AGENT_USER = "conch-";
+/** How long a roster read from the server is used again (ms): one read while a name is typed. */
+export const ROSTER_MS = 2000;
 const NAME = "conch-jupyter";
 
-/** @typedef {{username: string, name?: string, display_name?: string, bot?: boolean}} ChatUser */
 /** @typedef {{name: string, providerId: string, description?: string, spaceOnAccept?: boolean}} ChatCommand */
-/** @typedef {{currentWord?: string | null, chatContext?: {users?: ChatUser[]}}} InputModel */
+/** @typedef {{currentWord?: string | null}} InputModel */
 /** @typedef {{get: () => unknown, loaded?: unknown}} SharedEntry */
 /** @typedef {Record<string, Record<string, SharedEntry>>} ShareScope */
+/** @typedef {{agents?: {name: string}[], outside?: {name: string, clashes_with?: string | null}[]}} Roster */
 
 /**
- * The mention completions for the word being typed: Conch's agents among the chat's users
- * (bot users named `conch-<agent id>`) whose names start with what follows the at sign.
+ * The names the list offers: your agents, and outside agents whose names clash with none of
+ * yours.
+ * @param {Roster} roster
+ * @returns {string[]}
+ */
+export function rosterNames(roster) {
+  const ours = (roster.agents ?? []).map((a) => a.name);
+  const outside = (roster.outside ?? []).filter((o) => !o.clashes_with).map((o) => o.name);
+  return [...ours, ...outside];
+}
+
+/**
+ * The mention completions for the word being typed: the names that start with what follows
+ * the at sign, in order.
  * @param {string | null | undefined} currentWord
- * @param {ChatUser[]} users
+ * @param {string[]} names
  * @returns {ChatCommand[]}
  */
-export function agentCompletions(currentWord, users) {
+export function agentCompletions(currentWord, names) {
   const typed = /^@([^@\s]*)$/.exec(currentWord ?? "");
   if (typed === null) return [];
   const start = typed[1].toLowerCase();
-  const names = users
-    .filter((u) => u.bot === true && u.username.startsWith(AGENT_USER))
-    .map((u) => u.display_name || u.name || u.username)
-    .filter((name) => name.toLowerCase().startsWith(start));
-  return [...new Set(names)].sort().map((name) => ({
+  const offered = names.filter((name) => name.toLowerCase().startsWith(start));
+  return [...new Set(offered)].sort().map((name) => ({
     name: `@${name}`,
     providerId: PROVIDER_ID,
     description: "Conch's agent",
@@ -78,8 +90,32 @@ async function sharedModule(name) {
   return factory();
 }
 
+/** @type {{at: number, names: Promise<string[]>} | null} */
+let known = null;
+
+/**
+ * Who can be named now, from Conch's API on this page's server (read again after ROSTER_MS).
+ * @returns {Promise<string[]>}
+ */
+function namesNow() {
+  const now = Date.now();
+  if (known === null || now - known.at > ROSTER_MS) {
+    const element = document.getElementById("jupyter-config-data");
+    const config = JSON.parse(element?.textContent || "{}");
+    /** @type {Record<string, string>} */
+    const headers = config.token ? { Authorization: `token ${config.token}` } : {};
+    const names = fetch(`${config.baseUrl || "/"}conch/api/roster`, { headers })
+      .then((answer) => (answer.ok ? answer.json() : {}))
+      .then((roster) => rosterNames(roster))
+      .catch(() => []);
+    known = { at: now, names };
+  }
+  return known.names;
+}
+
 /**
  * The plugin, given @jupyter/chat as the page has it.
+
  * @param {Record<string, unknown>} chat
  */
 function agentsPlugin(chat) {
@@ -96,7 +132,7 @@ function agentsPlugin(chat) {
       registry.addProvider({
         id: PROVIDER_ID,
         /** @param {InputModel} input */
-        listCommandCompletions: async (input) => agentCompletions(input.currentWord, input.chatContext?.users ?? []),
+        listCommandCompletions: async (input) => (/^@/.test(input.currentWord ?? "") ? agentCompletions(input.currentWord, await namesNow()) : []),
         onSubmit: async () => {},
       });
     },

@@ -1,28 +1,36 @@
-// Conch's agents in Jupyter Chat's @ list: which users it offers for the word being typed, and
+// Conch's agents in Jupyter Chat's @ list: which names it offers for the word being typed, and
 // which shared copy of @jupyter/chat it takes (the page's singleton).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PROVIDER_ID, agentCompletions, chosenVersion } from "../chat-agents.js";
+import { PROVIDER_ID, agentCompletions, chosenVersion, rosterNames } from "../chat-agents.js";
 
-const users = [
-  { username: "anonymous-1", display_name: "Ada", bot: false },
-  { username: "conch", display_name: "Conch", bot: true },
-  { username: "conch-researcher", display_name: "Researcher", bot: true },
-  { username: "conch-a_12", display_name: "Deep Research", bot: true },
-  { username: "conch-writer", display_name: "Writer", bot: true },
-  { username: "jupyternaut", display_name: "Jupyternaut", bot: true },
-  { username: "conch-person", display_name: "Rita", bot: false },
-];
+const roster = {
+  agents: [
+    { id: "researcher", name: "Researcher" },
+    { id: "a_12", name: "Deep Research" },
+    { id: "writer", name: "Writer" },
+  ],
+  outside: [
+    { id: "o_1", name: "Weather", clashes_with: null },
+    { id: "o_2", name: "Writer", clashes_with: "writer" },
+  ],
+};
 
-test("an @ offers Conch's agents, by name, and no one else", () => {
-  const all = agentCompletions("@", users).map((c) => c.name);
-  assert.deepEqual(all, ["@Deep Research", "@Researcher", "@Writer"]);
+test("the names offered are your agents and outside agents that clash with none", () => {
+  assert.deepEqual(rosterNames(roster), ["Researcher", "Deep Research", "Writer", "Weather"]);
+  assert.deepEqual(rosterNames({}), []);
+});
+
+test("an @ offers the names that start with what follows it", () => {
+  const names = rosterNames(roster);
+  const all = agentCompletions("@", names).map((c) => c.name);
+  assert.deepEqual(all, ["@Deep Research", "@Researcher", "@Weather", "@Writer"]);
   assert.deepEqual(
-    agentCompletions("@re", users).map((c) => c.name),
+    agentCompletions("@re", names).map((c) => c.name),
     ["@Researcher"],
   );
-  assert.deepEqual(agentCompletions("@Wr", users)[0], {
+  assert.deepEqual(agentCompletions("@Wr", names)[0], {
     name: "@Writer",
     providerId: PROVIDER_ID,
     description: "Conch's agent",
@@ -31,10 +39,11 @@ test("an @ offers Conch's agents, by name, and no one else", () => {
 });
 
 test("a word that is no @ gets nothing", () => {
+  const names = rosterNames(roster);
   for (const word of ["", null, undefined, "Re", "a@Re", "@Re@", "/stop"]) {
-    assert.deepEqual(agentCompletions(word, users), [], String(word));
+    assert.deepEqual(agentCompletions(word, names), [], String(word));
   }
-  assert.deepEqual(agentCompletions("@Nobody", users), []);
+  assert.deepEqual(agentCompletions("@Nobody", names), []);
 });
 
 test("the page's copy of @jupyter/chat is its highest version, the loaded one among equals", () => {

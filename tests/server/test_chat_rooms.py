@@ -307,3 +307,10 @@ async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
     status, _ = await api("PATCH", "agents/ann", {"name": "Annie"})
     assert status == 200
     await chat.until(lambda c: c.users[ann]["display_name"] == "Annie")
+    # Who the chat's @ list offers now (Conch's JupyterLab extension reads it).
+    status, roster = await api("GET", "roster")
+    assert status == 200
+    assert roster == {
+        "agents": [{"id": "ann", "name": "Annie"}, {"id": "bob", "name": "Bob"}],
+        "outside": [],
+    }
