@@ -65,14 +65,8 @@ def a_round_then_stop(browser: Browser, lab: Lab, screenshot: str) -> None:
     # The chat's @ list offers Conch's agents (Conch's JupyterLab extension), not Conch itself.
     box = page.locator(".jp-chat-input-container textarea").first
     offered = page.locator(".jp-chat-command-name")
-    # Conch names its bot users as the chat goes live, which in a shared document can come just
-    # after the page opened it: the list is asked again, as a person types @ again.
-    deadline = time.monotonic() + 30
-    while not offered.filter(has_text="@Writer").count() and time.monotonic() < deadline:
-        box.fill("")
-        box.press_sequentially("@")
-        page.wait_for_timeout(500)
-    expect(offered.filter(has_text="@Writer")).to_be_visible()
+    box.press_sequentially("@")
+    expect(offered.filter(has_text="@Writer")).to_be_visible(timeout=30_000)
     expect(offered.filter(has_text="@Researcher")).to_be_visible()
     assert "@Conch" not in offered.all_inner_texts()
     box.press_sequentially("Re")
