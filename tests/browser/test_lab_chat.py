@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
@@ -19,10 +21,23 @@ from ..support.lab import Console, Lab, lab_folder, running_lab
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def this_checkouts_extension(root: Path) -> dict[str, Any]:
+    """Config that has JupyterLab find Conch's extension as this checkout built it, before any
+    installed copy (an editable install copies it once, when installed)."""
+    found = root / "labextensions"
+    found.mkdir()
+    (found / "conch-jupyter").symlink_to(ROOT / "conch_jupyter" / "labextension")
+    return {"LabApp": {"extra_labextensions_path": [str(found)]}}
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = lab_folder(tmp_path_factory, "lab-chat", {"room.chat": "{}"})
-    with running_lab(root, offline_delay=0.15) as running:
+    config = this_checkouts_extension(root)
+    with running_lab(root, offline_delay=0.15, config=config) as running:
         yield running
 
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser
 
-from ..browser.test_lab_chat import a_round_then_stop
+from ..browser.test_lab_chat import a_round_then_stop, this_checkouts_extension
 from ..support.lab import Lab, lab_folder, running_lab
-from .env import ROOT, live_env, live_python
+from .env import live_env, live_python
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -22,12 +22,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = lab_folder(tmp_path_factory, "lab-live-chat", {"room.chat": "{}"})
     python = live_python()
-    # Conch runs from this checkout there (not installed): its JupyterLab extension is found
-    # where JupyterLab looks for one more, under its package's name.
-    found = root / "labextensions"
-    found.mkdir()
-    (found / "conch-jupyter").symlink_to(ROOT / "conch_jupyter" / "labextension")
-    config = {"LabApp": {"extra_labextensions_path": [str(found)]}}
+    # Conch runs from this checkout there (not installed), and so does its JupyterLab extension.
+    config = this_checkouts_extension(root)
     with running_lab(
         root, offline_delay=0.15, python=python, env_extra=live_env(), config=config
     ) as running:
