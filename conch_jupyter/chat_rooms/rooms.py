@@ -51,6 +51,7 @@ from .words import (
     agent_user,
     command_in,
     end_line,
+    from_elsewhere,
     initials_of,
     question_line,
     sealed,
@@ -319,6 +320,8 @@ class ChatRooms:
             name = str(message.get("name") or message.get("agent") or "An outside agent")
             sender = agent_user(str(message.get("agent")))
             self._post(room, sender, sealed(str(message["text"]), name))
+        elif role == "user":
+            self._say(room, from_elsewhere(str(message["text"])))
         elif role == "note":
             if before_end:
                 room.said_at_end = str(message["text"])  # folded into the end's one line

@@ -101,6 +101,12 @@ def end_line(words: str, said_first: str | None, spent_usd: float | None) -> str
     return " · ".join(_plain(p) for p in parts)
 
 
+def from_elsewhere(text: str) -> str:
+    """A person's message sent to the room through Conch's view or API rather than this chat:
+    shown by Conch, so the chat holds the whole conversation, as text."""
+    return f"*Sent from Conch's view or API:* {_plain(text)}"
+
+
 def _plain(text: str) -> str:
     """Conch's own line with no HTML in it (names and titles come from agents' settings)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -225,6 +225,16 @@ async def test_the_room_follows_a_rename(
     assert again["id"] == first["id"]
     assert again["title"] == "plan"  # named once, by the file it was made for
 
+    # A message sent to the same room through Conch's API shows in the chat, and its round too.
+    status, _ = await api(
+        "POST", f"conversations/{again['id']}/messages", {"text": "@Researcher <b>from</b> the API"}
+    )
+    assert status == 202
+    await chat.until(lambda c: len([m for m in c.by("conch") if "answered" in m["body"]]) == 3)
+    [shown] = [m["body"] for m in chat.by("conch") if "Sent from" in m["body"]]
+    assert shown == "*Sent from Conch's view or API:* @Researcher &lt;b&gt;from&lt;/b&gt; the API"
+    assert len(chat.by((await agent_ids(api))["Researcher"])) == 3
+
 
 async def test_a_coding_agents_question_is_answered_only_by_a_person(
     api: Api, chat: ChatClient, started: Any, jp_root_dir: Path

@@ -14,6 +14,7 @@ from conch_jupyter.chat_rooms.words import (
     agent_user,
     command_in,
     end_line,
+    from_elsewhere,
     initials_of,
     question_line,
     sealed,
@@ -110,3 +111,9 @@ def test_an_unclosed_fence_cannot_swallow_the_mark() -> None:
     out = sealed("```\nopen", "W")
     html = _html(out)
     assert "<em>An outside agent" in html
+
+
+def test_a_message_sent_through_the_api_is_shown_as_text() -> None:
+    assert from_elsewhere("@Writer <img src=x>") == (
+        "*Sent from Conch's view or API:* @Writer &lt;img src=x&gt;"
+    )
