@@ -2,14 +2,16 @@
 
 In: jupyterlab-chat's ChatManager says when a chat goes live (`opened`) or is freed; for each live
 chat Conch registers its bot users (its agents, outside agents and "Conch") and observes the
-chat's messages. A person's message (one the chat received from a client) goes to the rounds as
-the user's words, as the REST API's would; `/stop`, `/allow` and `/deny` go to Stop and to the
+chat's messages (the WebSocket model's observers; under collaboration, the shared document's array
+of messages). A person's message (one the chat received from a client) goes to the rounds as the
+user's words, as the REST API's would; `/stop`, `/allow` and `/deny` go to Stop and to the
 question waiting. Another bot's message is handed to the rounds as someone else's words. Conch's
 own posts are known by the message ids it got back, never by sender.
 
 Out: Conch follows the room's conversation in the Hub, like an open view, and writes what the
 round does into the chat: each reply as its agent's message, streamed in steps; an outside agent's
-answer sealed; handovers, questions and the round's end (one line) from "Conch".
+answer sealed; handovers, questions, the round's end (one line) and a message sent to the room
+through the API from "Conch".
 
 The room is the conversation kept for the chat file's own id (`metadata.id`), so a rename or a
 restart finds it again. Nothing here decides anything of a round: the rounds do (rounds/driver.py).
