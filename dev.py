@@ -2,6 +2,7 @@
 """The project's two commands, with all their set-up, on a machine that has only Python 3.10+.
 
     python3 dev.py lab     JupyterLab with Conch on a copy of the demo notebook (offline default)
+                           and Jupyter's collaboration (the demo's last section needs it)
     python3 dev.py test    the whole test suite (installs what it needs, Chromium included)
 
 Both make a virtual environment in .venv and install the project into it (again only when
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -58,7 +60,10 @@ def ensure_node_scope() -> None:
 
 
 def ensure_venv(extra: str) -> None:
-    if not PYTHON.exists():
+    """The project installed in .venv with these extras ("lab,live"), again only when
+    pyproject.toml changed; what was installed is said only when something was."""
+    made = not PYTHON.exists()
+    if made:
         say(f"making a virtual environment in {VENV.name}/")
         venv.EnvBuilder(with_pip=True).create(VENV)
         run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
@@ -67,9 +72,24 @@ def ensure_venv(extra: str) -> None:
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return
-    say(f"installing conch-jupyter[{extra}] into {VENV.name}/ (a few minutes the first time)")
-    run(PYTHON, "-m", "pip", "install", "--quiet", "-e", f".[{extra}]", cwd=ROOT)
+    if made:
+        say(f"installing conch-jupyter[{extra}] into {VENV.name}/ (a few minutes)")
+    report = VENV / ".pip-report.json"
+    run(
+        PYTHON, "-m", "pip", "install", "--quiet", "--report", report, "-e", f".[{extra}]", cwd=ROOT
+    )
+    installed = installed_names(json.loads(report.read_text()))
+    report.unlink()
+    if installed and not made:
+        say(f"installed into {VENV.name}/: {', '.join(installed)}")
     stamp.write_text(wanted)
+
+
+def installed_names(report: dict[str, Any]) -> list[str]:
+    """What pip's --report says it installed, but the project itself (pip installs it again
+    each time, in place: nothing new)."""
+    names = [str(item["metadata"]["name"]) for item in report.get("install", [])]
+    return sorted(n for n in names if n.replace("_", "-").lower() != "conch-jupyter")
 
 
 def ensure_view() -> None:
@@ -103,27 +123,69 @@ WORK = ROOT / ".conch-lab"
 
 
 def lab_command(args: list[str], *, root: bool) -> list[str]:
-    """`jupyter lab` on the copy of the demo; as root too (Jupyter asks for --allow-root then),
-    without the update check's news."""
+    """`jupyter lab` on the copy of the demo, whose address is the one printed (so it opens the
+    demo with --no-browser too); as root too (Jupyter asks for --allow-root then), without the
+    update check."""
     command = [
         str(BIN / "jupyter"),
         "lab",
         "--ServerApp.root_dir=" + str(WORK),
+        "--LabApp.default_url=/lab/tree/demo.ipynb",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if root:
         command.append("--allow-root")
-    return [*command, "demo.ipynb", *args]
+    return [*command, *args]
 
 
-def lab(args: list[str]) -> int:
-    ensure_venv("lab,chat")  # both faces: the notebook's chat and Jupyter Chat's .chat rooms
-    ensure_view()
+# JupyterLab's settings defaults for every user of .venv's JupyterLab: no "get notified about
+# official Jupyter news?" prompt over the demo.
+NO_NEWS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}
+
+
+# Run in .venv on the demo's new copy: the kernel's own words for itself (its kernelspec and
+# language_info), which JupyterLab writes into a notebook as its kernel starts, marking it
+# changed where they differ (as the demo opened); then Jupyter's signature, so it opens trusted.
+MAKE_AT_HOME = """
+import json, subprocess, sys
+from ipykernel.ipkernel import IPythonKernel
+from jupyter_client.kernelspec import KernelSpecManager
+path = sys.argv[1]
+with open(path, encoding="utf-8") as f:
+    book = json.load(f)
+spec = KernelSpecManager().get_kernel_spec("python3")
+book["metadata"]["kernelspec"] = {
+    "display_name": spec.display_name, "language": spec.language, "name": "python3"}
+book["metadata"]["language_info"] = IPythonKernel.language_info
+with open(path, "w", encoding="utf-8") as f:
+    f.write(json.dumps(book, indent=1, ensure_ascii=False) + "\\n")
+subprocess.run([sys.executable, "-m", "jupyter", "trust", path], check=True, capture_output=True)
+"""
+
+
+def prepare_lab() -> Path:
+    """The demo's copy (made the first time), opening neither "not trusted" nor changed; and
+    JupyterLab's news prompt off (.venv's overrides.json)."""
     WORK.mkdir(exist_ok=True)
     demo = WORK / "demo.ipynb"
     if not demo.exists():
         shutil.copyfile(ROOT / "notebooks" / "demo.ipynb", demo)
+        run(PYTHON, "-c", MAKE_AT_HOME, demo)
         say(f"copied notebooks/demo.ipynb to {WORK.name}/demo.ipynb: the repository stays as it is")
+    overrides = VENV / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    kept = json.loads(overrides.read_text()) if overrides.exists() else {}
+    if {**kept, **NO_NEWS} != kept:
+        overrides.parent.mkdir(parents=True, exist_ok=True)
+        overrides.write_text(json.dumps({**kept, **NO_NEWS}, indent=2) + "\n")
+    return demo
+
+
+def lab(args: list[str]) -> int:
+    # live: the demo's last section (an agent adds a cell and runs it); chat: Conch's agents in
+    # every Jupyter Chat .chat document too
+    ensure_venv("lab,live,chat")
+    ensure_view()
+    prepare_lab()
     say(f"starting JupyterLab with Conch on {WORK.name}/demo.ipynb (the offline agents)")
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     return subprocess.call(lab_command(args, root=root), cwd=WORK)

@@ -72,3 +72,55 @@ export function acpSummary(message, name, ending) {
   const title = String(message.title || kindWords(String(message.kind || "")));
   return `${name} · ${title} · ${ending}`;
 }
+
+/**
+ * What came back of a coding agent's tool call, as it reads (issue 32): its text, and the code
+ * blocks its Markdown fences hold ("```console … ```", as the adapters write a command's output)
+ * drawn as code without their fence marks; a text part that only repeats a block (the call's raw
+ * output after its fenced copy) is left out, so the output shows once.
+ * Pure: tool-views.js makes the parts into text nodes, never HTML.
+ * @param {string} text @returns {{kind: "text" | "code", text: string}[]}
+ */
+export function acpOutputParts(text) {
+  /** @type {{kind: "text" | "code", text: string}[]} */
+  const parts = [];
+  /** @type {string[]} */
+  let lines = [];
+  /** @type {string | null} the open fence's marks */
+  let fence = null;
+  const flush = (/** @type {"text" | "code"} */ kind) => {
+    const said = kind === "text" ? lines.join("\n").trim() : lines.join("\n");
+    if (said) parts.push({ kind, text: said });
+    lines = [];
+  };
+  for (const line of text.split("\n")) {
+    const marks = /^\s*(`{3,}|~{3,})/.exec(line)?.[1] ?? null;
+    if (fence === null && marks) {
+      flush("text");
+      fence = marks;
+    } else if (fence !== null && marks && marks[0] === fence[0] && marks.length >= fence.length && !line.trim().slice(marks.length)) {
+      flush("code");
+      fence = null;
+    } else lines.push(line);
+  }
+  flush(fence === null ? "text" : "code");
+  const blocks = parts.filter((p) => p.kind === "code").map((p) => p.text.trim().split("\n"));
+  return parts.map((p) => (p.kind === "code" ? p : { kind: p.kind, text: withoutRepeats(p.text, blocks) })).filter((p) => p.text);
+}
+
+/**
+ * Text without the runs of lines that repeat a code block's lines (the raw copy of an output).
+ * @param {string} text @param {string[][]} blocks
+ */
+function withoutRepeats(text, blocks) {
+  const lines = text.split("\n");
+  for (const block of blocks) {
+    for (let i = 0; i + block.length <= lines.length; i++) {
+      if (block.every((line, k) => lines[i + k].trim() === line.trim())) {
+        lines.splice(i, block.length);
+        i -= 1;
+      }
+    }
+  }
+  return lines.join("\n").trim();
+}

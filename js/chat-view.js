@@ -33,16 +33,49 @@ const TRAITS = ["items", "live", "title", "problem", "notice", "round_running", 
  */
 export function emptyWords(mentions) {
   const ours = mentions.filter((m) => !m.outside).map((m) => m.name);
-  if (!ours.length) return "Nothing here yet. Add an agent in Settings (%conch agents), then write to it here.";
+  if (!ours.length) return "Nothing here yet. Add an agent in Settings (in this chat's header, or %conch agents), then write to it here.";
   const who = ours.length === 1 ? ours[0] : `${ours.slice(0, -1).join(", ")} or ${ours[ours.length - 1]}`;
   return `Nothing here yet. Write a message below: type @ to choose who answers (${who}), or just write and ${ours.length === 1 ? "it answers" : "one of them answers"}. Enter sends.`;
 }
 
 /**
+ * The header's **Settings**: one click draws Settings (your agents, outside agents, pairings, the
+ * month's budget) in place under the header, as `%conch agents` draws them in a cell; again,
+ * and they close. Only where the view talks to the server itself (`open` given): through the
+ * kernel, Settings are read-only and `%conch agents` shows them.
+ * @param {((host: HTMLElement) => () => void) | undefined} open draws Settings into host, returns their cleanup
+ */
+function settingsPlace(open) {
+  const host = h("div", { class: "conch-settings-place", hidden: true, role: "region", "aria-label": "Settings" });
+  /** @type {(() => void) | null} */
+  let close = null;
+  const button = h("button", {
+    type: "button",
+    class: "conch-button conch-quiet conch-settings-open",
+    text: "Settings",
+    "aria-expanded": "false",
+    onclick: () => {
+      if (close) {
+        close();
+        close = null;
+        host.hidden = true;
+      } else if (open) {
+        close = open(host);
+        host.hidden = false;
+      }
+      button.setAttribute("aria-expanded", String(close !== null));
+    },
+  });
+  button.hidden = !open;
+  return { button, host, stop: () => close?.() };
+}
+
+/**
  * @param {Model} model @param {HTMLElement} el
  * @param {(refused: (text: string) => void) => Source} connect
+ * @param {(host: HTMLElement) => () => void} [openSettings] Settings drawn in place (settingsPlace)
  */
-export function chatView(model, el, connect) {
+export function chatView(model, el, connect, openSettings) {
   const title = h("span", { class: "conch-title" });
   const problem = h("div", { class: "conch-problem", role: "alert", hidden: true });
   const log = h("ol", { class: "conch-log", "aria-label": "Chat" });
@@ -85,11 +118,22 @@ export function chatView(model, el, connect) {
   };
   const refocus = () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus();
   const asks = approvals(actions, ctx.announce, refocus);
+  const settings = settingsPlace(openSettings);
   const stuckRun = stuckBlock(actions, ctx.announce, refocus);
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": source.via },
-    h("div", { class: "conch-head" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title, modes.el, spend.el),
+    // Whole groups that wrap as groups (widget.css): the title, Settings, the mode and its
+    // words, the spend and Limit.
+    h(
+      "div",
+      { class: "conch-head" },
+      h("span", { class: "conch-head-title" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title),
+      settings.button,
+      modes.el,
+      spend.el,
+    ),
+    settings.host,
     problem,
     empty,
     log,
@@ -174,6 +218,7 @@ export function chatView(model, el, connect) {
   draw();
   return () => {
     source.close();
+    settings.stop();
     win.stop();
     for (const name of TRAITS) state.off(`change:${name}`, schedule);
     model.off("change:problem", schedule);

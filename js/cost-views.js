@@ -90,9 +90,12 @@ export function chatSpend(setLimit) {
     el.hidden = !budget?.chat;
     if (!budget?.chat) return;
     lockField(input, capped, budgetLock(locked).chat, locked.max_chat_usd);
-    let line = `${spentWords(budget.chat)} this chat`;
-    if (budget.month) line += ` · ${spentWords(budget.month)} this month`;
-    if (words.textContent !== line) words.textContent = line;
+    const parts = [`${spentWords(budget.chat)} this chat`];
+    if (budget.month) parts.push(`${spentWords(budget.month)} this month`);
+    if (words.textContent !== parts.join(" · ")) {
+      // Each part whole (it wraps between the parts, never inside one: widget.css).
+      words.replaceChildren(...parts.flatMap((part, i) => [i ? " · " : "", h("span", { class: "conch-spend-part", text: part })]));
+    }
     if (form.hidden) input.value = budget.chat.limit === null ? "" : String(budget.chat.limit);
   }
   return { el, draw };

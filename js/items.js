@@ -19,7 +19,8 @@ import { toolBlock } from "./tool-views.js";
  */
 
 /**
- * A message's body: sealed HTML once settled, plain text while it streams.
+ * A message's body: sealed HTML once settled; while it streams, its Markdown drawn as nodes
+ * (StreamingReply).
  * @param {Item} item
  */
 function body(item) {
@@ -94,24 +95,6 @@ export function drawItem(item, ctx) {
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };
   }
-  if (item.kind === "tool") {
-    // What an agent's tool call did, as plain text (its fuller drawing is the notebook tools'
-    // work): who, which tool, how it ended; the code and the output folded under it.
-    const words = [item.name, item.tool, item.state].filter(Boolean).join(" · ");
-    return {
-      el: h(
-        "li",
-        { class: "conch-tool", "data-state": item.state || "" },
-        h(
-          "details",
-          {},
-          h("summary", { text: words }),
-          item.code && h("pre", { class: "conch-tool-code", text: item.code }),
-          h("pre", { class: "conch-tool-output", text: item.output || "" }),
-        ),
-      ),
-    };
-  }
   if (item.kind === "note") {
     return {
       el: h(
@@ -173,7 +156,7 @@ export class StreamingReply {
   write(added) {
     for (const piece of paragraphPieces(this.shown, added)) {
       if (piece.fresh || !this.block) {
-        this.block = h("span", { class: "conch-streaming-para" });
+        this.block = h("div", { class: "conch-streaming-para" });
         this.para = "";
         this.text?.append(this.block);
       }

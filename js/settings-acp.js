@@ -21,20 +21,30 @@ export function argsOf(text) {
   return text.split(/\s+/).filter(Boolean);
 }
 
+// An environment variable's name as a shell takes it (the server refuses others too).
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 /**
- * The environment as typed, one NAME=value a line; blank lines skipped.
- * @param {string} text @returns {Record<string, string> | null} null when a line has no "="
+ * The environment as typed, one NAME=value a line (blank lines skipped), or the words that say
+ * which line cannot be right: one without "=", or whose name is not one word.
+ * @param {string} text @returns {{env: Record<string, string>} | {problem: string}}
  */
 export function envOf(text) {
   /** @type {Record<string, string>} */
   const env = {};
-  for (const line of text.split("\n")) {
+  const lines = text.split("\n");
+  for (const [i, line] of lines.entries()) {
     if (!line.trim()) continue;
     const at = line.indexOf("=");
-    if (at < 1) return null;
-    env[line.slice(0, at).trim()] = line.slice(at + 1);
+    const name = at < 0 ? "" : line.slice(0, at).trim();
+    if (!ENV_NAME.test(name)) {
+      const shown = line.length > 40 ? `${line.slice(0, 39)}…` : line;
+      const why = at < 0 ? "has no “=”" : "does not start with a NAME (letters, digits and _)";
+      return { problem: `Environment line ${i + 1} (“${shown}”) ${why}: write NAME=value, one a line.` };
+    }
+    env[name] = line.slice(at + 1);
   }
-  return env;
+  return { env };
 }
 
 /**
@@ -102,14 +112,14 @@ export function acpFields() {
     /** @type {Record<string, any>} */
     const out = { kind: "acp", command: command.value.trim(), args: argsOf(args.value) };
     const typed = envOf(env.value);
-    problem.hidden = typed !== null;
+    problem.hidden = !("problem" in typed);
     problem.removeAttribute("role");
-    if (typed === null) {
+    if ("problem" in typed) {
       problem.setAttribute("role", "alert");
-      problem.textContent = "Write the environment as NAME=value, one a line.";
+      problem.textContent = typed.problem;
       return null;
     }
-    if (Object.keys(typed).length) out.env = typed;
+    if (Object.keys(typed.env).length) out.env = typed.env;
     return out;
   }
 

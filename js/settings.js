@@ -107,6 +107,13 @@ function agentForm(act) {
       h("button", { type: "button", class: "conch-button conch-quiet", text: "Cancel", onclick: () => close() }),
     ),
   );
+  // Enter in a one-line field saves, as a browser's form would on its own: in JupyterLab the
+  // notebook's keys get there first. (A multi-line box breaks the line: widget.js.)
+  form.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.isComposing || event.defaultPrevented || !(event.target instanceof HTMLInputElement)) return;
+    event.preventDefault();
+    /** @type {HTMLFormElement} */ (form).requestSubmit();
+  });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     /** @type {Record<string, any>} */
@@ -285,7 +292,7 @@ export function settingsView(source, el) {
             "div",
             { class: "conch-row-main" },
             h("strong", { text: agent.name }),
-            agent.persona && h("span", { class: "conch-muted", text: agent.persona }),
+            agent.persona && h("span", { class: "conch-muted conch-persona", text: agent.persona }),
             h(
               "span",
               { class: "conch-small" },

@@ -216,6 +216,9 @@ class Card {
     this.outside = new Set();
     /** @type {Item | null} */
     this.end = null;
+    // What its metered replies cost, from their own lines: the folded card keeps it for good
+    // (the chat's budget says only the running round's spend).
+    this.spent = 0;
   }
 
   /** @param {string} agent */
@@ -269,6 +272,7 @@ export function buildItems(state, { userLabel = "You" } = {}) {
     if (card && entry.agent && (entry.role === "agent" || entry.role === "outside")) {
       if (entry.role === "outside") card.outside.add(entry.agent);
       card.heard(entry.agent);
+      card.spent += Number(entry.cost?.usd) || 0;
     }
   }
   cards.forEach(([each, place], index) => {
@@ -365,9 +369,11 @@ function cardItem(card, state, latestOpen, latest) {
   const spoken = card.speakers.map((a) => names.name(a));
   // The server's words, or (a round the server forgot when it restarted) words of our own.
   let words = card.end?.words || foldedWords(spoken, card.end ? Number(card.end.turns || 0) : spoken.length);
-  // What a metered round cost, when it cost something and the words do not say it already.
-  const spent = latest ? state.roundSpend : null;
-  if (spent && spent.spent > 0 && card.end?.reason !== "spend") words += ` · ${dollars(spent.spent)}`;
+  // What a metered round cost, when it cost something and the words do not say it already:
+  // its replies' own costs (the latest round's spend as the server counted it, if more: a
+  // resumed stream's messages come without their cost lines).
+  const spent = Math.max(card.spent, latest ? Number(state.roundSpend?.spent) || 0 : 0);
+  if (spent > 0 && card.end?.reason !== "spend") words += ` · ${dollars(spent)}`;
   const last = path.length ? (at.get(path[path.length - 1]) ?? null) : null;
   return { ...item, state: "folded", floor: last, line: words, announce: words, picture };
 }

@@ -11,7 +11,7 @@
  * are shown, never turned into DOM.
  */
 
-import { ACP, acpAnnouncement, acpHead } from "./acp.js";
+import { ACP, acpAnnouncement, acpHead, acpOutputParts } from "./acp.js";
 import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
 import { modeLock } from "./policy.js";
@@ -262,6 +262,24 @@ export function stuckBlock(actions, announce, refocus) {
 }
 
 /**
+ * What came back, as text. A coding agent's is read as it writes it: its fenced blocks drawn as
+ * code, the rest as text, the output once (acp.js's acpOutputParts).
+ * @param {{[key: string]: any}} item
+ */
+function toolOutput(item) {
+  const output = String(item.output || "");
+  if (item.tool !== ACP || !/^\s*(```|~~~)/m.test(output)) {
+    return h("pre", { class: "conch-code conch-tool-output", tabindex: "0", text: output || "(nothing)" });
+  }
+  const drawn = acpOutputParts(output).map((part) =>
+    part.kind === "code"
+      ? h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: part.text }))
+      : h("p", { class: "conch-tool-text", text: part.text }),
+  );
+  return h("div", { class: "conch-tool-output is-drawn" }, ...drawn);
+}
+
+/**
  * A tool message: a quiet, folded block under the agent's reply — what ran, what came back,
  * how it ended; a write to a cell offers Undo while the server does.
  * @param {{[key: string]: any}} item
@@ -271,10 +289,7 @@ export function toolBlock(item, undo = undefined) {
   const parts = [...cellRecord(item)];
   if (item.code)
     parts.push(h("div", { class: "conch-tool-label", text: "Code" }), h("pre", { class: "conch-code", tabindex: "0" }, h("code", { text: item.code })));
-  parts.push(
-    h("div", { class: "conch-tool-label", text: "What came back" }),
-    h("pre", { class: "conch-code conch-tool-output", tabindex: "0", text: item.output || "(nothing)" }),
-  );
+  parts.push(h("div", { class: "conch-tool-label", text: "What came back" }), toolOutput(item));
   return h(
     "li",
     { class: "conch-tool", "data-state": item.state, "data-tool": item.tool },

@@ -40,7 +40,7 @@ async function reachable(probe) {
  * for a binding from the key's target up to the page and stops at an element marked with this
  * attribute, as JupyterLab's own text boxes do (the shortcut editor's, for one). So Shift+Enter,
  * `a`, `b`, `y`, `m`, `dd`, `s` or Escape in the box never run, add, change or save a cell, and
- * Shift+Enter breaks the line (`breakLine`).
+ * Enter breaks the line in a multi-line box (`breakLine`).
  * @param {HTMLElement} el
  */
 function keepKeys(el) {
@@ -49,16 +49,20 @@ function keepKeys(el) {
 }
 
 /**
- * Shift+Enter breaks the line in the view's text boxes. JupyterLab holds back the line break of
- * Shift+Enter typed anywhere in a cell (its output included: its `beforeinput` guard, which waits
- * for the run-cell shortcut), so the view puts the line break in itself and the guard has
- * nothing to hold back. Whatever handled the key already (the @ list) is left alone.
+ * Enter (and Shift+Enter) breaks the line in the view's multi-line boxes: Settings' persona,
+ * instructions, environment and paste boxes, and Shift+Enter in the chat's box (whose own Enter
+ * sends, handled before this). In a cell's output JupyterLab and Notebook 7 break no line for
+ * Enter or Shift+Enter in a text box (the notebook keeps those keys for its own shortcuts), so
+ * seven lines typed into a Settings box were saved as one ("A=1B=2…"): the view puts the line
+ * break in itself.
+ * Whatever handled the key already (the @ list, the chat's Enter) is left alone.
  * @param {KeyboardEvent} event
  */
 function breakLine(event) {
   const box = event.target;
   if (!(box instanceof HTMLTextAreaElement) || box.readOnly || box.disabled) return;
-  if (event.key !== "Enter" || !event.shiftKey || event.isComposing || event.defaultPrevented) return;
+  if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.isComposing || event.defaultPrevented) return;
   event.preventDefault();
   box.setRangeText("\n", box.selectionStart, box.selectionEnd, "end");
   box.dispatchEvent(new Event("input", { bubbles: true }));
@@ -77,7 +81,10 @@ async function render({ model, el }) {
   // stream brings the chat itself).
   const api = id ? await reachable(`conversations/${encodeURIComponent(id)}?limit=0`) : null;
   // One chat per page: drawn in full once; every other output of it is one line (one-chat.js).
-  const close = oneChat(id, el, () => chatView(model, el, (refused) => (api ? directChat(api, id, refused) : relayedChat(model))));
+  const connect = (/** @type {(text: string) => void} */ refused) => (api ? directChat(api, id, refused) : relayedChat(model));
+  // Settings from the chat's header, drawn in place, where the page talks to the server itself.
+  const openSettings = api ? (/** @type {HTMLElement} */ host) => settingsView(directSettings(api, "agents"), host) : undefined;
+  const close = oneChat(id, el, () => chatView(model, el, connect, openSettings));
   // The cells agents wrote, marked in the notebook this output sits in (cell-marker.js).
   const unmark = api ? markCells(api, id, el) : () => {};
   return () => {

@@ -46,14 +46,18 @@ def _image(renderer: Any, tokens: Sequence[Token], idx: int, options: Any, env: 
     return f'<span class="conch-img-alt">{html.escape(shown)}</span>'
 
 
-def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+def _markdown(*, breaks: bool) -> MarkdownIt:
+    options = {"html": False, "linkify": False, "typographer": False, "breaks": breaks}
+    md = MarkdownIt("commonmark", options)
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _image)
     return md
 
 
-_MD = _markdown()
+_MD = _markdown(breaks=False)
+# A person's message keeps the lines they typed (Shift+Enter in the chat's box): each line end
+# is a line break, as in a chat, where Markdown alone would join the lines into one.
+_MD_LINES = _markdown(breaks=True)
 
 
 def _keep(tag: str, attribute: str, value: str) -> str | None:
@@ -83,6 +87,7 @@ def sanitize(fragment: str) -> str:
 
 # Every snapshot carries each message's HTML: a settled message is drawn once, then remembered.
 @functools.lru_cache(maxsize=4096)
-def render_markdown(text: str) -> str:
-    """Markdown as sealed HTML: safe to insert with innerHTML."""
-    return sanitize(_MD.render(text))
+def render_markdown(text: str, *, lines: bool = False) -> str:
+    """Markdown as sealed HTML: safe to insert with innerHTML. `lines`: every line end is a line
+    break (a person's message)."""
+    return sanitize((_MD_LINES if lines else _MD).render(text))

@@ -201,7 +201,7 @@ def offline_reply(request: ModelRequest) -> str:
         LABEL,
         "",
         f"I'm **{who}**, answering from Conch's built-in offline stand-in.",
-        f"You asked: “{asked}”" if asked else "You did not ask anything in particular.",
+        *asked_lines(asked),
         "",
         OPENERS[seed[2] % len(OPENERS)],
         "",
@@ -216,20 +216,33 @@ def offline_reply(request: ModelRequest) -> str:
 
 
 def quote(text: str) -> str:
-    """The first ~100 characters of what was asked, on one line, with no live @mentions.
+    """The first ~100 characters of what was asked, its lines kept (spaces inside a line and
+    blank lines taken out), with no live @mentions.
 
     An @name in the quote would hand the floor on by accident, and markdown emphasis or code
     marks could swallow the rest of the reply, so both are taken out.
     """
     cleaned = re.sub(r"@(?=\w)", "", text)
-    cleaned = re.sub(r"[*`]", "", cleaned)
-    cleaned = " ".join(cleaned.split())
+    cleaned = re.sub(r"[*`>#]", "", cleaned)
+    cleaned = "\n".join(
+        line for line in (" ".join(part.split()) for part in cleaned.split("\n")) if line
+    )
     if len(cleaned) <= QUOTE_LIMIT:
         return cleaned
     cut = cleaned[:QUOTE_LIMIT]
-    if " " in cut:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,.;:") + "…"
+    if " " in cut or "\n" in cut:
+        cut = re.split(r"[ \n](?=\S*\Z)", cut)[0]
+    return cut.rstrip(" ,.;:\n") + "…"
+
+
+def asked_lines(asked: str) -> list[str]:
+    """ "You asked: “…”" for a one-line question; a question of several lines is quoted as they
+    were written (a Markdown quote, a line for each)."""
+    if not asked:
+        return ["You did not ask anything in particular."]
+    if "\n" not in asked:
+        return [f"You asked: “{asked}”"]
+    return ["You asked:", "", *(f"> {line}  " for line in asked.split("\n"))]
 
 
 def next_speaker(room: Sequence[str], speaker: str) -> str | None:

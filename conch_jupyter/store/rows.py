@@ -103,7 +103,12 @@ class Message:
         if self.role in SEALED_ROLES:
             # Drawn sealed here, whichever way the message goes out (a snapshot, the live
             # stream): a view inserts this HTML and never turns anyone's Markdown into DOM.
-            data["html"] = render_markdown(self.text)
+            # (A person's message keeps its lines; called alike for the rest, so the cache the
+            # hub's draw_ahead filled is the one found here.)
+            user = self.role == "user"
+            data["html"] = (
+                render_markdown(self.text, lines=True) if user else render_markdown(self.text)
+            )
         if self.tool is not None:
             data.update(self.tool, output=self.text)
         if self.round is not None:

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { acpAnnouncement, acpHead, kindWords } from "../acp.js";
+import { acpAnnouncement, acpHead, acpOutputParts, kindWords } from "../acp.js";
+import { envOf } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
 const asking = {
@@ -42,4 +43,34 @@ test("its lines read by title, and every kind has words", () => {
   assert.equal(item.output, "diff");
   for (const kind of ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]) assert.ok(kindWords(kind));
   assert.equal(kindWords(""), "act");
+});
+
+test("a coding agent's environment: one NAME=value a line, and a line that cannot be right said in words", () => {
+  assert.deepEqual(envOf("A=1\nB=2=two\n\n  \nC_3=\n"), { env: { A: "1", B: "2=two", C_3: "" } });
+  assert.deepEqual(envOf("A=1\nB 2\nC=3"), { problem: "Environment line 2 (“B 2”) has no “=”: write NAME=value, one a line." });
+  assert.deepEqual(envOf("=1"), { problem: "Environment line 1 (“=1”) does not start with a NAME (letters, digits and _): write NAME=value, one a line." });
+  assert.deepEqual(envOf("MY KEY=1"), {
+    problem: "Environment line 1 (“MY KEY=1”) does not start with a NAME (letters, digits and _): write NAME=value, one a line.",
+  });
+  assert.deepEqual(envOf(""), { env: {} });
+});
+
+test("a coding agent's output reads once: its fenced blocks as code, the raw copy after them left out", () => {
+  assert.deepEqual(acpOutputParts("$ ls\n```console\na.py\nb.py\n```\na.py\nb.py"), [
+    { kind: "text", text: "$ ls" },
+    { kind: "code", text: "a.py\nb.py" },
+  ]);
+  assert.deepEqual(acpOutputParts("Read it.\n````md\n```inner```\n````\nafter"), [
+    { kind: "text", text: "Read it." },
+    { kind: "code", text: "```inner```" },
+    { kind: "text", text: "after" },
+  ]);
+  // The raw copy after the path the call read (what a read line holds: content, path, output).
+  assert.deepEqual(acpOutputParts("```console\n3 rows\n```\ndata.csv\n3 rows"), [
+    { kind: "code", text: "3 rows" },
+    { kind: "text", text: "data.csv" },
+  ]);
+  // A fence still open runs to the end; text with no fence is one part.
+  assert.deepEqual(acpOutputParts("```\nx = 1"), [{ kind: "code", text: "x = 1" }]);
+  assert.deepEqual(acpOutputParts("plain\nlines"), [{ kind: "text", text: "plain\nlines" }]);
 });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { inlinePieces } from "../stream-md.js";
+import { blocksOf, inlinePieces } from "../stream-md.js";
 
 test("bold, italics and code, closed or still open", () => {
   assert.deepEqual(inlinePieces("a **museum** by `the river`"), [
@@ -29,4 +29,38 @@ test("what is no emphasis stays as written, and HTML is only text", () => {
 test("a long line with many marks is read in one pass", () => {
   const line = "word **bold** ".repeat(5_000); // its time: benchmarks/bench_view_stream.py
   assert.equal(inlinePieces(line).filter((p) => p.kind === "strong").length, 5_000);
+});
+
+test("a streaming paragraph takes the structure it settles into: a list is a list while it streams", () => {
+  assert.deepEqual(blocksOf("*(offline — no model was asked)*\n\nI'm **Writer**."), [
+    { kind: "p", lines: ["*(offline — no model was asked)*"] },
+    { kind: "p", lines: ["I'm **Writer**."] },
+  ]);
+  assert.deepEqual(blocksOf("Points:\n- one\n- two and\nmore\n- thr"), [
+    { kind: "p", lines: ["Points:"] },
+    { kind: "list", ordered: false, start: 1, items: [["one"], ["two and", "more"], ["thr"]] },
+  ]);
+  assert.deepEqual(blocksOf("3. c\n4) d\n* e"), [
+    { kind: "list", ordered: true, start: 3, items: [["c"], ["d"]] },
+    { kind: "list", ordered: false, start: 1, items: [["e"]] },
+  ]);
+  assert.deepEqual(blocksOf("## Plan\nfirst line\nsecond"), [
+    { kind: "heading", level: 2, text: "Plan" },
+    { kind: "p", lines: ["first line", "second"] },
+  ]);
+  // A fence still open runs to the end of the text so far; its marks are not shown.
+  assert.deepEqual(blocksOf("Run:\n```python\nx = 1\n- not a bullet"), [
+    { kind: "p", lines: ["Run:"] },
+    { kind: "code", text: "x = 1\n- not a bullet" },
+  ]);
+  assert.deepEqual(blocksOf("```\na\n```\nafter"), [
+    { kind: "code", text: "a" },
+    { kind: "p", lines: ["after"] },
+  ]);
+  assert.deepEqual(blocksOf("-"), [{ kind: "p", lines: ["-"] }]); // a lone mark: no item yet
+  assert.deepEqual(blocksOf("You asked:\n\n> first  \n> second  \nA few things:\n- a"), [
+    { kind: "p", lines: ["You asked:"] },
+    { kind: "quote", lines: ["first  ", "second  ", "A few things:"] },
+    { kind: "list", ordered: false, start: 1, items: [["a"]] },
+  ]);
 });

@@ -226,6 +226,48 @@ test("cost in sight: a metered reply's quiet line, the round's spend on its card
   assert.equal(later.find((i) => i.id === "a3").cost, undefined);
 });
 
+test("a folded card keeps its round's cost for good: through the next round and a reload", () => {
+  const c = chat();
+  const cost = (usd) => ({ usd, input_tokens: 10, output_tokens: 5, estimated: false });
+  c.message("u1", "user", "@Researcher @Writer go");
+  c.event("round.started", { named: ["researcher", "writer"] });
+  c.message("a1", "agent", "One.", { agent: "researcher", round: { turn: 1 }, cost: cost(0.0001) });
+  c.message("a2", "agent", "Two.", { agent: "writer", round: { turn: 2 }, cost: cost(0.0001) });
+  c.state.take({ type: "budget", budget: { round: { spent: 0.0002, limit: 1 } } });
+  c.event("round.ended", { reason: "done", turns: 2, words: "Researcher and Writer took turns · 2 replies" });
+  const first = () => buildItems(c.state).find((i) => i.kind === "round");
+  assert.equal(first().line, "Researcher and Writer took turns · 2 replies · $0.0002");
+  // The next round begins: the chat's budget has no round spend any more; the first card keeps its own.
+  c.message("u2", "user", "@Writer again");
+  c.event("round.started", { named: ["writer"] });
+  assert.equal(first().line, "Researcher and Writer took turns · 2 replies · $0.0002");
+  c.message("a3", "agent", "Three.", { agent: "writer", round: { turn: 1 }, cost: cost(0.003) });
+  c.event("round.ended", { reason: "done", turns: 1, words: "Writer answered · 1 reply" });
+  const cards = () =>
+    buildItems(c.state)
+      .filter((i) => i.kind === "round")
+      .map((i) => i.line);
+  assert.deepEqual(cards(), ["Researcher and Writer took turns · 2 replies · $0.0002", "Writer answered · 1 reply · $0.003"]);
+  // A reload: a snapshot of the same chat, whose budget holds no round.
+  const again = new ChatState();
+  again.take({
+    type: "snapshot",
+    conversation: { messages: [...c.state.messages.values()], events: [...c.state.events.values()], roster, budget: { round: null } },
+  });
+  assert.deepEqual(
+    buildItems(again)
+      .filter((i) => i.kind === "round")
+      .map((i) => i.line),
+    cards(),
+  );
+  // An unmetered round says no cost.
+  c.message("u3", "user", "@Writer free");
+  c.event("round.started", { named: ["writer"] });
+  c.message("a4", "agent", "Free.", { agent: "writer", round: { turn: 1 } });
+  c.event("round.ended", { reason: "done", turns: 1, words: "Writer answered · 1 reply" });
+  assert.equal(cards()[2], "Writer answered · 1 reply");
+});
+
 test("dollars and spend against a limit, in words", async () => {
   const { dollars, spentWords } = await import("../words.js");
   assert.equal(dollars(0), "$0.00");

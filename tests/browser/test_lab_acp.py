@@ -65,6 +65,13 @@ def test_a_coding_agents_lines_and_its_approval(browser: Browser, lab: Lab) -> N
     expect(lines.nth(2).locator("summary")).to_have_text("Coder · Thought · ran")
     reply = lines.nth(0).locator("xpath=preceding-sibling::li[1]")
     expect(reply.locator(".conch-md")).to_have_text("Read it.")
+    # Opened, the read shows what came back once, drawn: a code block, no fence marks.
+    lines.nth(0).locator("summary").click()
+    output = lines.nth(0).locator(".conch-tool-output")
+    expect(output.locator("pre code")).to_have_text("3 rows")
+    expect(output).not_to_contain_text("```")
+    assert output.inner_text().count("3 rows") == 1
+    lines.nth(0).locator("summary").click()
     expect(lines.nth(2).locator("details")).not_to_have_attribute("open", "")
     lines.nth(2).locator("summary").click()
     expect(lines.nth(2).locator(".conch-tool-output")).to_have_text("Hmm, A.")

@@ -1,6 +1,7 @@
 """Cost in sight (issue 23, item 10) in a real JupyterLab 4 and Notebook 7 in chromium, with a
 metered agent on a scripted model server speaking OpenAI's wire format (a hosted model cannot run
-here): each metered reply's quiet line with its tokens and cost, the folded round's spend, the
+here): each metered reply's quiet line with its tokens and cost, the folded round's spend (kept
+once the next round began, and on a page opened afresh), the
 chat's total against its limit in the header, a limit set there that stops the next turn in
 words, and a bad limit refused in the server's words.
 """
@@ -70,7 +71,7 @@ def test_the_cost_lines_and_a_limit_set_in_the_header(
     limit = chat.get_by_label("This chat's limit in dollars")
     expect(limit).to_be_focused()
     limit.fill("-1")
-    chat.get_by_role("button", name="Set").click()
+    chat.get_by_role("button", name="Set", exact=True).click()
     expect(chat.locator(".conch-spend-said")).to_have_text(
         "A chat's limit must be between $0 and $10,000."
     )
@@ -90,6 +91,11 @@ def test_the_cost_lines_and_a_limit_set_in_the_header(
         timeout=20_000,
     )
     assert len(models.requests) == 1  # the second turn never reached the model
+    # The first round's folded card keeps its cost once the next round has begun (issue 32).
+    expect(chat.locator(".conch-round")).to_have_count(2)
+    expect(chat.locator(".conch-round").first.locator(".conch-round-folded")).to_have_text(
+        re.compile(r"· \$0\.02$")
+    )
     chat.screenshot(path=screenshot_path("lab-cost-light"))
 
     # Settings: the month against its budget, by agent, and the budget set there.
@@ -127,6 +133,10 @@ def test_notebook_7_shows_the_same_cost_lines(browser: Browser, lab: Lab) -> Non
         "$0.02 of $0.02 this chat · $0.02 of $0.50 this month"
     )
     expect(chat.locator(".conch-cost").first).to_have_text("1k tokens in · 10k out · $0.02")
+    # A page opened afresh: the first round's card still says what it cost (issue 32).
+    expect(chat.locator(".conch-round").first.locator(".conch-round-folded")).to_have_text(
+        re.compile(r"· \$0\.02$")
+    )
     chat.screenshot(path=screenshot_path("notebook7-cost-dark"))
     set_theme(page, dark=False)
     page.context.close()

@@ -40,15 +40,16 @@ APPS = [
     pytest.param("notebooks", False, "Foxglove", id="notebook7-light"),
 ]
 
-# The streaming reply as the page draws it at one moment: its bold words, its bullets, and
-# whether a raw Markdown mark shows. One read, so all three are of the same moment.
+# The streaming reply as the page draws it at one moment: its bold words, its list items (a list
+# is a list while it streams, issue 32), and whether a raw Markdown mark or a drawn bullet shows.
+# One read, so all three are of the same moment.
 STREAMING = """() => {
   const text = document.querySelector(".conch-agent.is-streaming .conch-streaming-text");
   if (!text) return null;
   return {
     strong: Array.from(text.querySelectorAll("strong"), (s) => s.textContent),
-    bullets: text.querySelectorAll(".conch-stream-bullet").length,
-    raw: text.textContent.includes("**"),
+    bullets: text.querySelectorAll("ul > li").length,
+    raw: text.textContent.includes("**") || text.textContent.includes("•"),
   };
 }"""
 

@@ -106,9 +106,12 @@ class ScriptedAgent:
                 session_id,
                 acp.start_read_tool_call("r1", "Read data.csv", "data.csv"),
             )
-            await self.conn.session_update(
-                session_id, acp.update_tool_call("r1", status="completed", raw_output="3 rows")
+            # Its output twice, as the adapters send a command's: fenced Markdown, and raw.
+            fenced = [acp.tool_content(acp.text_block("```console\n3 rows\n```"))]
+            done = acp.update_tool_call(
+                "r1", status="completed", content=fenced, raw_output="3 rows"
             )
+            await self.conn.session_update(session_id, done)
             await say("Read it.")
         elif what == "ignore-cancel":
             await say("Working on it")

@@ -31,7 +31,9 @@ def test_the_lab_opens_a_copy_of_the_demo_outside_the_tracked_files() -> None:
     module = dev()
     command = module.lab_command(["--port=9999"], root=False)
     assert f"--ServerApp.root_dir={module.WORK}" in command
-    assert command[-2:] == ["demo.ipynb", "--port=9999"]
+    # The printed address is the demo's (so it opens the demo with --no-browser too).
+    assert "--LabApp.default_url=/lab/tree/demo.ipynb" in command
+    assert command[-1] == "--port=9999"
     assert "--allow-root" not in command
     assert module.WORK != ROOT / "notebooks"
     # The copy is ignored by git: running the demo leaves `git status` clean.
@@ -43,6 +45,21 @@ def test_the_lab_opens_a_copy_of_the_demo_outside_the_tracked_files() -> None:
 
 def test_as_root_it_asks_for_allow_root_itself() -> None:
     assert "--allow-root" in dev().lab_command([], root=True)
+
+
+def test_what_pip_installed_is_said_only_when_it_installed_something() -> None:
+    """pip installs the project itself again each time (in place): that is no news."""
+    names = dev().installed_names
+    assert names({"install": [{"metadata": {"name": "conch-jupyter", "version": "0.1"}}]}) == []
+    assert names({"install": []}) == []
+    report = {
+        "install": [
+            {"metadata": {"name": "conch_jupyter"}},
+            {"metadata": {"name": "pycrdt"}},
+            {"metadata": {"name": "jupyter-collaboration"}},
+        ]
+    }
+    assert names(report) == ["jupyter-collaboration", "pycrdt"]
 
 
 NODE = shutil.which("node")

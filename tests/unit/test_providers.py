@@ -370,7 +370,9 @@ def test_offline_replies_are_deterministic_and_labelled() -> None:
     reply = offline_reply(request)
     assert reply == offline_reply(request)
     assert reply.startswith(f"{LABEL}\n\nI'm **Bob**,")
-    assert "You asked: “Plan a picnic for six”" in reply
+    # A question of several lines keeps them, as they were written (issue 32).
+    assert "stand-in.\nYou asked:\n\n> Plan a picnic  \n> for six  \n\n" in reply
+    assert "You asked: “Plan a picnic”" in offline_reply(offline_request(text="Plan a picnic"))
     assert offline_reply(replace(request, speaker="Ada")) != reply
     assert reply.count("\n- ") == 3
 
@@ -399,8 +401,9 @@ def test_offline_hands_on_only_when_asked_to_take_turns(
 
 def test_offline_quote_is_short_clean_and_mentions_no_one() -> None:
     asked = "@Bob please   look at `this` **very**\n" + "long question " * 20
-    assert quote(asked).startswith("Bob please look at this very long question")
+    assert quote(asked).startswith("Bob please look at this very\nlong question")
     assert len(quote(asked)) <= 101
+    assert quote("# one\n\n\n>   two  \n") == "one\ntwo"
     assert quote(asked).endswith("question…")
     assert "@" not in offline_reply(offline_request("Ada", asked))
     assert "You did not ask anything" in offline_reply(offline_request("Ada", ""))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conch_jupyter.core.render import TAGS, render_markdown, sanitize
+from conch_jupyter.store.rows import Message
 
 PNG = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQ"
@@ -26,6 +27,21 @@ def test_markdown_is_drawn() -> None:
         assert tag in html
     assert "<blockquote>" in html
     assert "<pre><code>print(1)\n</code></pre>" in html
+
+
+def test_a_persons_message_keeps_its_lines_and_an_agents_markdown_is_commonmark() -> None:
+    typed = "Three things:\nA=1\nB=2\n\n- one\n- two"
+    mine = Message("m1", "c1", "user", typed, 1.0).to_json()["html"]
+    assert mine == (
+        "<p>Three things:<br>\nA=1<br>\nB=2</p>\n<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"
+    )
+    theirs = Message("m2", "c1", "agent", typed, 1.0, agent="writer").to_json()["html"]
+    assert "<br>" not in theirs
+    assert "<p>Three things:\nA=1\nB=2</p>" in theirs
+    # Still sealed: a line break is no way in for HTML.
+    assert render_markdown("a\n<script>x</script>", lines=True) == (
+        "<p>a<br>\n&lt;script&gt;x&lt;/script&gt;</p>\n"
+    )
 
 
 @pytest.mark.parametrize(
