@@ -181,7 +181,9 @@ def prepare_lab() -> Path:
 
 
 def lab(args: list[str]) -> int:
-    ensure_venv("lab,live")  # live: the demo's last section (an agent adds a cell and runs it)
+    # live: the demo's last section (an agent adds a cell and runs it); chat: Conch's agents in
+    # every Jupyter Chat .chat document too
+    ensure_venv("lab,live,chat")
     ensure_view()
     prepare_lab()
     say(f"starting JupyterLab with Conch on {WORK.name}/demo.ipynb (the offline agents)")

@@ -1,4 +1,6 @@
-"""The view's build: js/ bundled by esbuild into conch_jupyter/widget/static/ (a hatch build hook).
+"""The view's build: js/ bundled by esbuild into conch_jupyter/widget/static/, and Conch's
+JupyterLab extension for Jupyter Chat (js/chat-agents.js) into conch_jupyter/labextension/static/
+(a hatch build hook; `npm run build` makes both).
 
 Owns the one way the built view is made, used by the wheel and sdist builds (this hook, so a
 wheel always carries the built files), by `python3 dev.py lab|test`, and by the tests when the
@@ -16,7 +18,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 SOURCES = ROOT / "js"
 STATIC = ROOT / "conch_jupyter" / "widget" / "static"
-BUILT = (STATIC / "widget.js", STATIC / "widget.css")
+# The JupyterLab extension that offers Conch's agents in Jupyter Chat's @ list (its package.json
+# is a source; its one script is built).
+LABEXTENSION = ROOT / "conch_jupyter" / "labextension"
+BUILT = (STATIC / "widget.js", STATIC / "widget.css", LABEXTENSION / "static" / "remoteEntry.js")
 LOCK = ROOT / "package-lock.json"
 INSTALLED = ROOT / "node_modules" / ".package-lock.json"
 

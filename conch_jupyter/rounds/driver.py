@@ -96,6 +96,7 @@ class RoundService:
         # The NotebookTools the turns run calls through: asking, answers and Stop meet there.
         self.tools = turns.notebook or NotebookTools(store=store, hub=hub, kernels=None)
         self._chats: dict[str, LiveChat] = {}
+        self._names_observers: list[Callable[[], None]] = []
 
     # --- what the handlers call ---
 
@@ -113,6 +114,17 @@ class RoundService:
         chat.inbox.put_nowait(message)
         if chat.runner is None or chat.runner.done():
             chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
+        return message
+
+    async def keep_words_of_another(self, conversation_id: str, name: str, text: str) -> Message:
+        """Another bot's message in a room in Jupyter Chat (a Jupyter AI persona's): kept as
+        someone else's words, fenced and labelled for every model as an outside agent's are, and
+        the chat marked as holding them. It is data: it answers nothing, starts no round and
+        does not end one (only a person's message does)."""
+        self._require(conversation_id)
+        await self.store.set_taint(conversation_id, {"kind": "person", "by": name})
+        message = await self.store.add_message(conversation_id, "outside", text, agent=name)
+        self._publish_message(message)
         return message
 
     def stop(self, conversation_id: str) -> bool:
@@ -208,6 +220,13 @@ class RoundService:
         """Agents or outside agents were added, renamed or removed: every followed chat hears
         the roster (a `roster` item), so every open view's @ list offers the names at once."""
         self.hub.everyone({"type": "roster", "roster": self.roster_json()})
+        for heard in self._names_observers:
+            heard()
+
+    def observe_names(self, callback: Callable[[], None]) -> None:
+        """Be told when agents or outside agents are added, renamed or removed (another face
+        that shows who is there: the rooms in Jupyter Chat), whether or not a chat is followed."""
+        self._names_observers.append(callback)
 
     def busy(self, conversation_id: str) -> bool:
         """Whether the chat is answering (a round or a lone reply), or has messages waiting."""
@@ -293,6 +312,10 @@ class RoundService:
     async def _answer(self, chat: LiveChat, message: Message) -> None:
         self.tools.new_message(chat.id)
         room = self._room()
+        # A room in Jupyter Chat is shared with people and other bots: a message that names none
+        # of Conch's agents is theirs (kept, and it ended any round), and a name Conch does not
+        # know may be one of theirs, so it is not remarked on.
+        in_chat_room = self._require(chat.id).chat_file is not None
         if not room.agents:
             await self._note(
                 chat.id, "You have no agents yet: add one in Settings (or %conch agents)."
@@ -301,9 +324,13 @@ class RoundService:
         roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
         mentions = read_mentions(message.text, roster.ours, roster.outside)
         named = mentions.named
+        if in_chat_room and not named:
+            return
         if mentions.unclear:  # your agent took a mention an outside agent's name clashes with
             await self._note(chat.id, unclear_note(mentions.unclear))
-        unknown = unknown_mentions(message.text, (*roster.ours, *roster.outside))
+        unknown = (
+            [] if in_chat_room else unknown_mentions(message.text, (*roster.ours, *roster.outside))
+        )
         if named:
             chat.round, chat.visible = Round(named=named, roster=roster), True
             if unknown:
@@ -498,7 +525,9 @@ class RoundService:
             user_text=message.text,
             room=tuple(a.name for a in room.agents) if chat.visible else (agent.name,),
             place=place,
-            tools=NOTEBOOK_TOOLS,  # your agents, in your chats; the door's guests get none
+            # Your agents, in your chats; the door's guests get none, and neither does a room in
+            # Jupyter Chat, which has no notebook.
+            tools=() if self._require(chat.id).chat_file else NOTEBOOK_TOOLS,
             spend_check=lambda cost: loop_refusal(
                 self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
             ),

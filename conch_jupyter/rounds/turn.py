@@ -236,7 +236,10 @@ class Turns:
             turn.agent,
             config,
             fresh_text=fresh_text,
-            path=conversation.path if conversation is not None else None,
+            # Where it works: the notebook's folder, or a room in Jupyter Chat's file's.
+            path=(conversation.path or conversation.chat_file)
+            if conversation is not None
+            else None,
             place=turn.place,
             on_text=on_text,
         )

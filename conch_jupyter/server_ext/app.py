@@ -61,6 +61,13 @@ SERVER_URL_ENV = "CONCH_SERVER_URL"
 ROOT_DIR_ENV = "CONCH_ROOT_DIR"
 
 
+def serverapp_settings(server: Any) -> dict[str, Any]:
+    """The server's tornado settings (empty without a server)."""
+    web_app = getattr(server, "web_app", None) if server is not None else None
+    settings = getattr(web_app, "settings", None)
+    return settings if isinstance(settings, dict) else {}
+
+
 def allowed_default(policy: Policy, found: ProviderConfig) -> ProviderConfig:
     """The provider the first agents get: the one found (a key in the environment, a local
     Ollama), unless the administrator's policy does not allow it; then the offline model."""
@@ -299,12 +306,37 @@ class ConchApp(ExtensionApp):
         if services is not None:
             # What undid an agent's writes was held by the server that stopped: no Undo now.
             await services.store.end_undos()
+            self._open_chat_rooms(services)
+
+    def _open_chat_rooms(self, services: ConchServices) -> None:
+        """Every Jupyter Chat document as a Conch room, where jupyterlab-chat is installed and
+        loaded (conch-jupyter[chat]); looked up now, when every extension has loaded."""
+        manager = serverapp_settings(self.serverapp).get("chat_manager")
+        if manager is None:
+            return
+        try:
+            from ..chat_rooms.rooms import ChatRooms
+        except ImportError as error:  # a jupyterlab-chat Conch cannot use
+            self.log.warning("Conch is not in Jupyter Chat: %s", error)
+            return
+        self.chat_rooms = ChatRooms(
+            manager,
+            store=services.store,
+            hub=services.hub,
+            rounds=services.rounds,
+            agents=services.agents,
+            tools=services.tools,
+        )
+        self.chat_rooms.start()
 
     def _publish_url(self) -> None:
         if self.serverapp is not None:
             os.environ[SERVER_URL_ENV] = self.serverapp.connection_url
 
     async def stop_extension(self) -> None:
+        rooms = getattr(self, "chat_rooms", None)
+        if rooms is not None:
+            await rooms.close()
         services: ConchServices | None = getattr(self, "services", None)
         if services is not None:
             await services.close()

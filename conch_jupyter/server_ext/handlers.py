@@ -406,6 +406,17 @@ class EventsHandler(ConchHandler):
             self.place.events = max(self.place.events, int(item["event"]["seq"]))
 
 
+class RosterHandler(ConchHandler):
+    """`GET /roster`: who can be named now, your agents and outside agents by id and name (an
+    outside agent's name that clashes with one of yours names yours: `clashes_with`), for an @
+    list outside a chat's own view (Conch's JupyterLab extension in Jupyter Chat)."""
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.conch.rounds.roster_json())
+
+
 class PolicyHandler(ConchHandler):
     """What the administrator locked (c.ConchApp.policy): {"locked": {key: value}}, so a view
     can draw those controls as locked, with the words "set by your administrator"."""
@@ -435,6 +446,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (r"conch/api/agents", AgentsHandler),
         (r"conch/api/agents/(?P<agent_id>[^/]{1,100})", AgentHandler),
         (r"conch/api/policy", PolicyHandler),
+        (r"conch/api/roster", RosterHandler),
         (r"conch/api/budget", BudgetHandler),
         (r"conch/api/acp/found", CodingAgentsFoundHandler),
         (r"conch/api/conversations", ConversationsHandler),

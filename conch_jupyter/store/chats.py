@@ -152,6 +152,43 @@ class Store(StoreFile):
         )
         return [from_row(Conversation, row) for row in rows]
 
+    def find_chat_room(self, chat_id: str) -> Conversation | None:
+        """The chat kept for the Jupyter Chat file with this id (its `metadata.id`), if any."""
+        rows = self.select("SELECT * FROM conversations WHERE chat_id = ?", (chat_id,))
+        return from_row(Conversation, rows[0]) if rows else None
+
+    def chat_room(self, chat_id: str, chat_file: str) -> Pending[Conversation]:
+        """The chat kept for a Jupyter Chat file, found by the file's own id (which a rename
+        keeps), its path brought up to date; made, titled by the file, the first time."""
+        if not chat_id or not chat_file:
+            raise ValueError("a chat room needs its file's id and path")
+        made = Conversation(
+            row_id("c"),
+            chat_file.rsplit("/", 1)[-1].removesuffix(".chat"),
+            self._clock(),
+            "user",
+            None,
+            None,
+            chat_file=chat_file,
+            chat_id=chat_id,
+        )
+
+        def change(db: sqlite3.Connection) -> Conversation:
+            cursor = db.execute("SELECT * FROM conversations WHERE chat_id = ?", (chat_id,))
+            found = cursor.fetchone()
+            if found is None:
+                insert(db, "conversations", made)
+                return made
+            columns = [d[0] for d in cursor.description]
+            kept = from_row(Conversation, dict(zip(columns, found, strict=True)))
+            if kept.chat_file != chat_file:
+                sql = "UPDATE conversations SET chat_file = ? WHERE id = ?"
+                db.execute(sql, (chat_file, kept.id))
+                kept = dataclasses.replace(kept, chat_file=chat_file)
+            return kept
+
+        return self._writer.change(change)
+
     def peer_chats(self, pairing_id: str) -> list[Conversation]:
         """The chats a pairing's door opened, newest first."""
         rows = self.select(

@@ -59,9 +59,23 @@ class Conversation:
     path: str | None = None  # the notebook this chat belongs to (its kernel runs the tools)
     mode: Mode = "ask"
     limit_usd: float | None = None  # the chat's own spending limit (None: the server's default)
+    # A room in Jupyter Chat: its `.chat` file's path now, and the file's own id, which a rename
+    # keeps (the chat is found again by it). Such a chat has no notebook (`path` is None).
+    chat_file: str | None = None
+    chat_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        fields = ("id", "title", "created", "origin", "agent", "tainted", "path", "mode")
+        fields = (
+            "id",
+            "title",
+            "created",
+            "origin",
+            "agent",
+            "tainted",
+            "path",
+            "mode",
+            "chat_file",
+        )
         return {name: getattr(self, name) for name in fields}
 
 

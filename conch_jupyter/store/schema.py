@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _V1 = """
 CREATE TABLE conversations (
@@ -175,6 +175,21 @@ def _to_v8(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
+# Rooms in Jupyter Chat (issue 33): a chat kept for a `.chat` file, found again by the file's own
+# id (`chat_id`, its `metadata.id`, which a rename keeps) and named by its path now (`chat_file`).
+_V9 = """
+ALTER TABLE conversations ADD COLUMN chat_file TEXT;
+ALTER TABLE conversations ADD COLUMN chat_id TEXT;
+CREATE UNIQUE INDEX conversations_by_chat_id ON conversations (chat_id) WHERE chat_id IS NOT NULL
+"""
+
+
+def _to_v9(db: sqlite3.Connection) -> None:
+    for statement in _V9.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v1,
@@ -185,4 +200,5 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v6,
     _to_v7,
     _to_v8,
+    _to_v9,
 )

@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def requirements() -> list[str]:
-    """The package's dependencies with its `lab` and `live` extras, as pyproject.toml says, and
-    Notebook 7 as the test extra pins it (the second page)."""
+    """The package's dependencies with its `lab`, `live` and `chat` extras, as pyproject.toml
+    says, and Notebook 7 as the test extra pins it (the second page)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     notebook = [r for r in extras["test"] if r.startswith("notebook")]
-    return [*project["dependencies"], *extras["lab"], *extras["live"], *notebook]
+    return [*project["dependencies"], *extras["lab"], *extras["live"], *extras["chat"], *notebook]
 
 
 def live_python() -> str:

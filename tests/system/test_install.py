@@ -252,6 +252,13 @@ def test_the_wheel_carries_the_built_view_and_it_loads(venv: Venv) -> None:
         check=False,
     )
     assert (node.returncode, node.stdout.strip()) == (0, "function"), node.stderr
+    # Conch's JupyterLab extension for Jupyter Chat's @ list, where JupyterLab finds it.
+    lab = venv.root / "share" / "jupyter" / "labextensions" / "conch-jupyter"
+    package = json.loads((lab / "package.json").read_text())
+    assert package["jupyterlab"]["_build"]["load"] == "static/remoteEntry.js"
+    entry = (lab / "static" / "remoteEntry.js").read_text()
+    assert "conch:agents" in entry
+    assert not re.search(r"^\s*(import|export)\s", entry, re.M)  # a script, not a module
 
 
 def _free_port() -> int:

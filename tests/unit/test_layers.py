@@ -1,6 +1,7 @@
 """The dependency rule between Conch's packages, read from the imports themselves.
 
     core (leaves) ← store, providers ← agents, a2a, notebook ← coding ← rounds ← door ← server_ext
+                                                              rounds ← chat_rooms ← server_ext
 
 and on the kernel side: core ← client_base ← client ← widget ← magic. Each package's
 `__init__` says the same in words. A package imports only the packages its row names (and
@@ -36,7 +37,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "coding": {"core", "store", "agents", "providers", "notebook"},  # ACP coding agents
     "rounds": {"core", "store", "agents", "providers", "a2a", "notebook", "coding"},
     "door": {"core", "store", "agents", "providers", "a2a", "rounds"},
-    "server_ext": SERVER_SIDE,
+    # Rooms in Jupyter Chat: a face beside the REST API's, over the same rounds.
+    "chat_rooms": {"core", "store", "agents", "notebook", "rounds"},
+    "server_ext": SERVER_SIDE | {"chat_rooms"},
     # The kernel side: what runs in a notebook's kernel.
     "client_base": {"core"},
     "client": {"core", "client_base"},

@@ -187,8 +187,35 @@ async def test_conversations_round_trip_and_order(store: Store) -> None:
         "tainted": None,
         "path": None,
         "mode": "ask",
+        "chat_file": None,
     }
     assert [c.id for c in store.list_conversations()] == [second.id, first.id]
+
+
+async def test_a_chat_room_is_found_again_by_its_files_id_after_a_rename_and_a_restart(
+    path: Path,
+) -> None:
+    with Store(path, Clock()) as store:
+        made = await store.chat_room("id-1", "work/Plans.chat")
+        assert (made.title, made.chat_file, made.path, made.mode) == (
+            "Plans",
+            "work/Plans.chat",
+            None,
+            "ask",
+        )
+        assert made.to_json()["chat_file"] == "work/Plans.chat"
+        assert await store.chat_room("id-1", "work/Plans.chat") == made
+        moved = await store.chat_room("id-1", "done/Plans 2.chat")
+        assert (moved.id, moved.chat_file) == (made.id, "done/Plans 2.chat")
+        other = await store.chat_room("id-2", "work/Plans.chat")  # a new file where it was
+        assert other.id != made.id
+        with pytest.raises(ValueError, match="file's id and path"):
+            store.chat_room("", "x.chat")
+    with Store(path, Clock()) as again:
+        found = again.find_chat_room("id-1")
+        assert found is not None
+        assert (found.id, found.chat_file) == (made.id, "done/Plans 2.chat")
+        assert again.find_chat_room("id-3") is None
 
 
 async def test_same_instant_conversations_list_newest_first(path: Path) -> None:

@@ -31,7 +31,12 @@ def test_the_module_imports_nothing_and_loads_nothing_from_elsewhere() -> None:
 
 def test_only_the_server_module_calls_the_network_and_only_under_conch_api() -> None:
     calling = sorted(name for name, text in SOURCES.items() if "fetch(" in text)
-    assert calling == ["server.js"]
+    assert calling == ["chat-agents.js", "server.js"]
+    # Conch's JupyterLab extension for Jupyter Chat (a bundle of its own, not the view) reads
+    # only who can be named, from the page's own server.
+    agents = SOURCES["chat-agents.js"]
+    assert re.findall(r"fetch\(([^,]+),", agents) == ['`${config.baseUrl || "/"}conch/api/roster`']
+    assert "conch:agents" not in JS  # not bundled into the view
     server = SOURCES["server.js"]
     # Every call goes to {base_url}conch/api/…, the base URL being the page's own config's.
     assert server.count("fetch(") == 2

@@ -1,0 +1,145 @@
+"""What the chat face reads and writes, as pure functions: who wrote a chat message, which of
+Conch's commands a person typed, who Conch's bot users are, and the lines Conch posts (a
+question with how to answer it, the round's end folded to one line, an outside agent's words
+sealed). No rule of a round lives here: these only translate.
+
+Who wrote a message: jupyterlab-chat says a message came from a client (`client_msg_received`:
+a person, whatever sender name the client gave) or was written on the server
+(`server_msg_sent`: a bot such as a Jupyter AI persona, or Conch itself). Conch knows its own
+posts by their message ids, never by sender; another writer's message is someone else's words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Writer = Literal["ours", "person", "other"]
+
+# The chat's action names (jupyterlab_chat.models.ChatMessageAction's values), as plain strings
+# so this module needs no jupyterlab-chat to be installed.
+FROM_A_CLIENT = "client_msg_received"
+FROM_THE_SERVER = "server_msg_sent"
+
+# Conch's own bot user, whose lines are Conch's: handovers, questions, the round's end.
+CONCH_USER = "conch"
+CONCH_NAME = "Conch"
+
+# A streaming reply is written to the chat in steps: jupyterlab-chat's WebSocket model writes the
+# whole .chat file at each update, so one write per model chunk would rewrite it hundreds of times.
+STREAM_STEP_SECONDS = 0.1
+
+HOW_TO_ANSWER = "Answer `/allow` or `/deny` here, or in the Conch view."
+
+
+def writer_of(action: str, message_id: str, ours: set[str] | frozenset[str]) -> Writer | None:
+    """Who wrote a new message the chat reports; None for a change that is no new message
+    (an edit, an update of a streaming message)."""
+    if message_id in ours:
+        return "ours"
+    if action == FROM_A_CLIENT:
+        return "person"
+    if action == FROM_THE_SERVER:
+        return "other"
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One of Conch's commands, typed by a person: `/stop`, `/allow` or `/deny` (with the
+    question's id when more than one waits)."""
+
+    name: Literal["stop", "allow", "deny"]
+    call_id: str | None = None
+
+
+_COMMAND = re.compile(r"\s*/(stop|allow|deny)(?:\s+([A-Za-z0-9_\-]{1,64}))?\s*", re.IGNORECASE)
+
+
+def command_in(body: str) -> Command | None:
+    """The command a message is, when it is one and nothing else."""
+    found = _COMMAND.fullmatch(body)
+    if found is None:
+        return None
+    name = found.group(1).lower()
+    if name == "stop":
+        return None if found.group(2) else Command("stop")
+    return Command("allow" if name == "allow" else "deny", found.group(2))
+
+
+def agent_user(agent_id: str) -> str:
+    """The chat's username for one of Conch's agents (or outside agents): stable by id, so a
+    rename changes the name shown and nothing else."""
+    return f"conch-{agent_id}"
+
+
+def initials_of(name: str) -> str:
+    letters = [w[0] for w in re.split(r"[\s_\-]+", name) if w]
+    return ("".join(letters[:2]) or name[:1] or "?").upper()
+
+
+def question_line(entry: dict[str, object]) -> str:
+    """A question waiting for the user's yes (a coding agent's permission, a run), with how to
+    answer it."""
+    who = str(entry.get("name") or "An agent")
+    what = str(entry.get("title") or entry.get("tool") or "a tool call")
+    detail = str(entry.get("detail") or entry.get("code") or "").strip()
+    shown = f"\n\n```\n{_unfenced(detail)}\n```" if detail else ""
+    call = entry.get("call_id")
+    which = f" (question `{call}`)" if call else ""
+    return f"**{_plain(who)}** asks to {_plain(what)}{which}.{shown}\n\n{HOW_TO_ANSWER}"
+
+
+def end_line(words: str, said_first: str | None, spent_usd: float | None) -> str:
+    """The round's end as one line: what Conch said of it first (when not already in `words`),
+    the folded card's words, and what the round cost."""
+    parts = [said_first] if said_first else []
+    parts.append(words)
+    if spent_usd:
+        parts.append(f"${spent_usd:.4f}")
+    return " · ".join(_plain(p) for p in parts)
+
+
+def from_elsewhere(text: str) -> str:
+    """A person's message sent to the room through Conch's view or API rather than this chat:
+    shown by Conch, so the chat holds the whole conversation, as text."""
+    return f"*Sent from Conch's view or API:* {_plain(text)}"
+
+
+def _plain(text: str) -> str:
+    """Conch's own line with no HTML in it (names and titles come from agents' settings)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unfenced(text: str) -> str:
+    """Text that cannot close the code fence it is shown in."""
+    return text.replace("```", "`\u200b``")
+
+
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+def sealed(text: str, speaker: str) -> str:
+    """An outside agent's words as the chat may draw them: marked as theirs, with no picture
+    from elsewhere (an image is shown as its link's words) and raw HTML shown as text. The chat
+    draws Markdown with HTML and fetches images, so both are taken out here, line by line;
+    fenced code is left alone (the chat shows it as text)."""
+    lines = []
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            lines.append(line)
+            continue
+        lines.append(line if fenced else _inert(line))
+    if fenced:  # an unclosed fence would swallow the mark below
+        lines.append("```")
+    mark = f"*An outside agent's words ({_plain(speaker)}): no pictures, HTML shown as text.*"
+    return "\n".join(lines) + f"\n\n{mark}"
+
+
+def _inert(line: str) -> str:
+    line = _plain(line)
+    # `![alt](src)` and `![alt][ref]` are images; `\!` makes them links, which fetch nothing.
+    return line.replace("![", "\\![")

@@ -1,0 +1,157 @@
+// Conch's agents in Jupyter Chat's @ list: a JupyterLab extension of one plugin, which adds a
+// command provider to @jupyter/chat's IChatCommandRegistry (as jupyterlab-chat offers its own
+// mentions). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
+// agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name, as
+// Conch's `GET conch/api/roster` names them now (an agent added, renamed or removed is offered
+// so at once; an outside agent whose name clashes with one of yours is held back, as the
+// notebook view's @ picker holds it back).
+//
+// It is built by esbuild alone (no @jupyterlab/builder): this file is the extension's whole
+// remote entry. JupyterLab loads it, calls `init` with the page's shared modules, then `get`;
+// the plugin needs @jupyter/chat's very token, so it takes @jupyter/chat from those shared
+// modules (jupyterlab-chat shares it as a singleton) rather than bundling a copy of its own.
+// Where jupyterlab-chat is not installed, the extension holds no plugin and does nothing.
+
+/** The chat command provider's id. */
+export const PROVIDER_ID = "conch:agents";
+/** How long a roster read from the server is used again (ms): one read while a name is typed. */
+export const ROSTER_MS = 2000;
+const NAME = "conch-jupyter";
+
+/** @typedef {{name: string, providerId: string, description?: string, spaceOnAccept?: boolean}} ChatCommand */
+/** @typedef {{currentWord?: string | null}} InputModel */
+/** @typedef {{get: () => unknown, loaded?: unknown}} SharedEntry */
+/** @typedef {Record<string, Record<string, SharedEntry>>} ShareScope */
+/** @typedef {{agents?: {name: string}[], outside?: {name: string, clashes_with?: string | null}[]}} Roster */
+
+/**
+ * The names the list offers: your agents, and outside agents whose names clash with none of
+ * yours.
+ * @param {Roster} roster
+ * @returns {string[]}
+ */
+export function rosterNames(roster) {
+  const ours = (roster.agents ?? []).map((a) => a.name);
+  const outside = (roster.outside ?? []).filter((o) => !o.clashes_with).map((o) => o.name);
+  return [...ours, ...outside];
+}
+
+/**
+ * The mention completions for the word being typed: the names that start with what follows
+ * the at sign, in order.
+ * @param {string | null | undefined} currentWord
+ * @param {string[]} names
+ * @returns {ChatCommand[]}
+ */
+export function agentCompletions(currentWord, names) {
+  const typed = /^@([^@\s]*)$/.exec(currentWord ?? "");
+  if (typed === null) return [];
+  const start = typed[1].toLowerCase();
+  const offered = names.filter((name) => name.toLowerCase().startsWith(start));
+  return [...new Set(offered)].sort().map((name) => ({
+    name: `@${name}`,
+    providerId: PROVIDER_ID,
+    description: "Conch's agent",
+    spaceOnAccept: true,
+  }));
+}
+
+/**
+ * Which shared copy of a module the page uses: the highest version (webpack's singleton rule),
+ * the one already loaded among equals.
+ * @param {Record<string, SharedEntry>} versions
+ * @returns {SharedEntry | undefined}
+ */
+export function chosenVersion(versions) {
+  /** @param {string} v */
+  const parts = (v) => v.split(/[.+-]/).map((p) => Number.parseInt(p, 10) || 0);
+  /** @param {[string, SharedEntry]} a @param {[string, SharedEntry]} b */
+  const order = (a, b) => {
+    const [x, y] = [parts(a[0]), parts(b[0])];
+    for (let i = 0; i < Math.max(x.length, y.length); i += 1) {
+      if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+    }
+    return Number(Boolean(a[1].loaded)) - Number(Boolean(b[1].loaded));
+  };
+  return Object.entries(versions).sort(order).at(-1)?.[1];
+}
+
+/** @type {ShareScope} */
+let shared = {};
+
+/**
+ * @param {string} name
+ * @returns {Promise<Record<string, unknown> | null>}
+ */
+async function sharedModule(name) {
+  const entry = chosenVersion(shared[name] ?? {});
+  if (entry === undefined) return null;
+  const factory = /** @type {() => Record<string, unknown>} */ (await entry.get());
+  return factory();
+}
+
+/** @type {{at: number, names: Promise<string[]>} | null} */
+let known = null;
+
+/**
+ * Who can be named now, from Conch's API on this page's server (read again after ROSTER_MS).
+ * @returns {Promise<string[]>}
+ */
+function namesNow() {
+  const now = Date.now();
+  if (known === null || now - known.at > ROSTER_MS) {
+    const element = document.getElementById("jupyter-config-data");
+    const config = JSON.parse(element?.textContent || "{}");
+    /** @type {Record<string, string>} */
+    const headers = config.token ? { Authorization: `token ${config.token}` } : {};
+    const names = fetch(`${config.baseUrl || "/"}conch/api/roster`, { headers })
+      .then((answer) => (answer.ok ? answer.json() : {}))
+      .then((roster) => rosterNames(roster))
+      .catch(() => []);
+    known = { at: now, names };
+  }
+  return known.names;
+}
+
+/**
+ * The plugin, given @jupyter/chat as the page has it.
+
+ * @param {Record<string, unknown>} chat
+ */
+function agentsPlugin(chat) {
+  return {
+    id: `${NAME}:agents-in-chat`,
+    description: "Offers Conch's agents in Jupyter Chat's @ list.",
+    autoStart: true,
+    requires: [chat.IChatCommandRegistry],
+    /**
+     * @param {unknown} _app
+     * @param {{addProvider: (provider: object) => void}} registry
+     */
+    activate: (_app, registry) => {
+      registry.addProvider({
+        id: PROVIDER_ID,
+        /** @param {InputModel} input */
+        listCommandCompletions: async (input) => (/^@/.test(input.currentWord ?? "") ? agentCompletions(input.currentWord, await namesNow()) : []),
+        onSubmit: async () => {},
+      });
+    },
+  };
+}
+
+const page = /** @type {{_JUPYTERLAB?: Record<string, object>}} */ (globalThis);
+if (typeof window !== "undefined") {
+  page._JUPYTERLAB = page._JUPYTERLAB ?? {};
+  page._JUPYTERLAB[NAME] = {
+    /** @param {ShareScope | undefined} scope */
+    init: (scope) => {
+      shared = scope ?? {};
+    },
+    /** @param {string} module */
+    get: async (module) => {
+      const chat = module === "./extension" ? await sharedModule("@jupyter/chat") : null;
+      const plugins = chat?.IChatCommandRegistry ? [agentsPlugin(chat)] : [];
+      return () => ({ __esModule: true, default: plugins });
+    },
+  };
+}

@@ -1,0 +1,127 @@
+"""Rooms in Jupyter Chat in a real JupyterLab 4 with jupyterlab-chat (its WebSocket transport):
+a person types in a `.chat` document's own input, as in the chat panel: its @ list offers Conch's
+agents (js/chat-agents.js, Conch's JupyterLab extension); the person watches a round of
+two of Conch's agents (the offline model, slowed down) stream in as those agents' messages, hand
+over and fold to one line from Conch; `/stop` ends the next round at once; the Conch API shows
+the same room. No console errors of Conch's."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from ..support.browser import screenshot_path
+from ..support.lab import Console, Lab, lab_folder, running_lab
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def this_checkouts_extension(root: Path) -> dict[str, Any]:
+    """Config that has JupyterLab find Conch's extension as this checkout built it, before any
+    installed copy (an editable install copies it once, when installed)."""
+    found = root / "labextensions"
+    found.mkdir()
+    (found / "conch-jupyter").symlink_to(ROOT / "conch_jupyter" / "labextension")
+    return {"LabApp": {"extra_labextensions_path": [str(found)]}}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = lab_folder(tmp_path_factory, "lab-chat", {"room.chat": "{}"})
+    config = this_checkouts_extension(root)
+    with running_lab(root, offline_delay=0.15, config=config) as running:
+        yield running
+
+
+def open_chat(browser: Browser, lab: Lab) -> Page:
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(f"{lab.url}lab/tree/room.chat?token={lab.token}")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.wait_for_selector(".jp-chat-input-container textarea", timeout=60_000)
+    return page
+
+
+def send(page: Page, text: str) -> None:
+    box = page.locator(".jp-chat-input-container textarea").first
+    box.fill(text)
+    page.keyboard.press("Escape")  # whatever list the @ or / opened
+    box.press("Enter")
+
+
+def messages_of(page: Page, name: str) -> Locator:
+    """The bodies of `name`'s messages, as the chat draws them (under its avatar's header)."""
+    sender = page.locator(".jp-chat-message").filter(
+        has=page.locator(f".jp-chat-message-header [title='{name}']")
+    )
+    return sender.locator(".jp-chat-rendered-message")
+
+
+def test_a_round_in_a_chat_document_streams_and_stop_ends_the_next(
+    browser: Browser, lab: Lab
+) -> None:
+    a_round_then_stop(browser, lab, "chat-round")
+
+
+def a_round_then_stop(browser: Browser, lab: Lab, screenshot: str) -> None:
+    """A round of two agents, watched as it streams and folds; then /stop ends the next one;
+    the API shows the same room (tests/live runs it again under collaboration)."""
+    page = open_chat(browser, lab)
+    console = Console(page)
+    chat = page.locator(".jp-chat-messages-container")
+
+    # The chat's @ list offers Conch's agents (Conch's JupyterLab extension), not Conch itself.
+    box = page.locator(".jp-chat-input-container textarea").first
+    offered = page.locator(".jp-chat-command-name")
+    box.press_sequentially("@")
+    expect(offered.filter(has_text="@Writer")).to_be_visible(timeout=30_000)
+    expect(offered.filter(has_text="@Researcher")).to_be_visible()
+    assert "@Conch" not in offered.all_inner_texts()
+    box.press_sequentially("Re")
+    expect(offered).to_have_text(["@Researcher"])
+    offered.first.click()
+    expect(box).to_have_value("@Researcher ")
+    box.fill("")
+
+    send(page, "@Researcher find options, @Writer draft it")
+    end = chat.get_by_text("Researcher and Writer took turns · 2 replies")
+    # The Researcher's reply streams in: seen while it grows, before the round ends.
+    researcher = messages_of(page, "Researcher").first
+    expect(researcher).to_be_visible(timeout=60_000)
+    first_seen = researcher.inner_text()
+    expect(end).to_be_visible(timeout=90_000)
+    whole = researcher.inner_text()
+    assert first_seen
+    assert len(first_seen) < len(whole)
+    conch = messages_of(page, "Conch")
+    expect(conch.nth(0)).to_have_text("Researcher's turn")
+    expect(conch.nth(1)).to_have_text("Writer's turn")
+    expect(conch.nth(2)).to_have_text("Researcher and Writer took turns · 2 replies")
+    expect(messages_of(page, "Writer").first).to_contain_text("I'm Writer")
+    page.screenshot(path=screenshot_path(screenshot))
+
+    # /stop ends a running round at once.
+    send(page, "@Researcher once more, @Writer then you")
+    expect(messages_of(page, "Researcher")).to_have_count(2, timeout=60_000)
+    asked = time.monotonic()
+    send(page, "/stop")
+    expect(chat.get_by_text("ended: you stopped it")).to_be_visible(timeout=10_000)
+    assert time.monotonic() - asked < 10  # the goal is 2 s; a loaded machine gets slack here
+
+    # The same room in Conch's API.
+    with lab.client() as http:
+        listed = http.get(f"{lab.url}conch/api/conversations").json()["conversations"]
+    [room] = [c for c in listed if c.get("chat_file") == "room.chat"]
+    with lab.client() as http:
+        whole_room = http.get(f"{lab.url}conch/api/conversations/{room['id']}").json()
+    ends = [e["reason"] for e in whole_room["events"] if e["type"] == "round.ended"]
+    assert ends == ["done", "stopped"]
+    assert not [e for e in console.errors if "conch" in e.lower()]
+    page.context.close()

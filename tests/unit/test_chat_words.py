@@ -1,0 +1,119 @@
+"""The chat face's words (chat_rooms/words.py): who wrote a message, Conch's commands, the lines
+Conch posts, and an outside agent's words sealed for Jupyter Chat's Markdown."""
+
+from __future__ import annotations
+
+import pytest
+from markdown_it import MarkdownIt
+
+from conch_jupyter.chat_rooms.words import (
+    FROM_A_CLIENT,
+    FROM_THE_SERVER,
+    HOW_TO_ANSWER,
+    Command,
+    agent_user,
+    command_in,
+    end_line,
+    from_elsewhere,
+    initials_of,
+    question_line,
+    sealed,
+    writer_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("action", "message_id", "writer"),
+    [
+        (FROM_A_CLIENT, "m1", "person"),
+        (FROM_THE_SERVER, "m1", "other"),  # a persona, or anyone writing on the server
+        (FROM_THE_SERVER, "mine", "ours"),  # known by id, whatever the sender says
+        (FROM_A_CLIENT, "mine", "ours"),
+        ("client_msg_edited", "m1", None),
+        ("server_msg_updated", "m1", None),
+    ],
+)
+def test_who_wrote_a_message_is_read_from_where_it_came_and_conchs_own_ids(
+    action: str, message_id: str, writer: str | None
+) -> None:
+    assert writer_of(action, message_id, {"mine"}) == writer
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("/stop", Command("stop")),
+        ("  /STOP ", Command("stop")),
+        ("/allow", Command("allow")),
+        ("/deny t_0123abcd", Command("deny", "t_0123abcd")),
+        ("/allow t_1 please", None),
+        ("/stop now", None),
+        ("please /stop", None),
+        ("@Writer /stop", None),
+        ("/stopping", None),
+        ("", None),
+    ],
+)
+def test_a_command_is_a_message_that_is_one_and_nothing_else(
+    body: str, command: Command | None
+) -> None:
+    assert command_in(body) == command
+
+
+def test_bot_users_are_named_by_id_with_initials() -> None:
+    assert agent_user("a_12") == "conch-a_12"
+    assert initials_of("Researcher") == "R"
+    assert initials_of("deep research") == "DR"
+    assert initials_of("code_writer-two") == "CW"
+
+
+def test_a_question_says_who_asks_what_and_how_to_answer() -> None:
+    line = question_line(
+        {"call_id": "t_1", "name": "Coder", "title": "run <b>tests</b>", "detail": "pytest ```x"}
+    )
+    assert line.startswith("**Coder** asks to run &lt;b&gt;tests&lt;/b&gt; (question `t_1`).")
+    assert "```\npytest `\u200b``x\n```" in line  # the detail cannot close its fence
+    assert line.endswith(HOW_TO_ANSWER)
+    assert "/allow" in HOW_TO_ANSWER
+    assert "/deny" in HOW_TO_ANSWER
+
+
+def test_the_end_is_one_line_with_what_was_said_first_and_the_cost() -> None:
+    words = "Researcher and Writer took turns · 2 replies"
+    assert end_line(words, None, None) == words
+    assert end_line(words, None, 0.0) == words
+    assert end_line(words, "Writer could not answer: 500", 0.01234) == (
+        f"Writer could not answer: 500 · {words} · $0.0123"
+    )
+
+
+def _html(markdown: str) -> str:
+    return MarkdownIt("commonmark").render(markdown)
+
+
+def test_an_outside_agents_words_are_sealed_no_pictures_and_html_as_text() -> None:
+    text = (
+        "Here: ![tracker](https://evil.example/p.png) and ![ref][r]\n"
+        "<img src=https://evil.example/q.png> <b>bold</b> &amp;\n\n"
+        "[r]: https://evil.example/r.png\n"
+        "```\n<b>kept as code</b>\n```"
+    )
+    out = sealed(text, "Weather")
+    html = _html(out)
+    assert "<img" not in html
+    assert "<b>" not in html.split("<pre>")[0]  # raw HTML is text outside code
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html or "&amp;lt;b&amp;gt;" in html
+    assert "&lt;b&gt;kept as code&lt;/b&gt;" in html  # code shows its text, as code does
+    assert out.endswith("*An outside agent's words (Weather): no pictures, HTML shown as text.*")
+
+
+def test_an_unclosed_fence_cannot_swallow_the_mark() -> None:
+    out = sealed("```\nopen", "W")
+    html = _html(out)
+    assert "<em>An outside agent" in html
+
+
+def test_a_message_sent_through_the_api_is_shown_as_text() -> None:
+    assert from_elsewhere("@Writer <img src=x>") == (
+        "*Sent from Conch's view or API:* @Writer &lt;img src=x&gt;"
+    )
