@@ -5,9 +5,11 @@
                            and Jupyter's collaboration (the demo's last section needs it)
     python3 dev.py test    the whole test suite (installs what it needs, Chromium included)
 
-Both make a virtual environment in .venv and install the project into it (again only when
-pyproject.toml changed), and build the notebook view from js/ (Node 20+ and npm: `npm ci` from
-the lock file, then esbuild) when its sources changed. Extra words after `test` go to pytest,
+Each makes a virtual environment of its own and installs the project into it (again only when
+pyproject.toml changed): .venv for the tests, .venv-lab for JupyterLab, whose collaboration
+(jupyter-collaboration) would change what the tests' Jupyter servers do. Both build the notebook
+view from js/ (Node 20+ and npm: `npm ci` from the lock file, then esbuild) when its sources
+changed. Extra words after `test` go to pytest,
 e.g. `python3 dev.py test -k door`; `python3 dev.py test --quick` runs only tests/unit (no
 Jupyter server), and `python3 dev.py test tests/server` one kind.
 """
@@ -21,13 +23,33 @@ import shutil
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+@dataclass(frozen=True)
+class Env:
+    """A virtual environment dev.py makes and installs the project into."""
+
+    path: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.path / ("Scripts" if os.name == "nt" else "bin")
+
+    @property
+    def python(self) -> Path:
+        return self.bin / ("python.exe" if os.name == "nt" else "python")
+
+
+# Two, not one: `dev.py lab` installs Jupyter's collaboration (the demo's last section), and a
+# Jupyter server started where it is installed serves notebooks through its shared document, so
+# tests written for a Jupyter without it would pass or fail by which command ran first.
+TESTS = Env(ROOT / ".venv")
+LAB = Env(ROOT / ".venv-lab")
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -42,46 +64,55 @@ def run(*args: str | Path, **kwargs: object) -> None:
 # The repository's package.json says "type": "module" (the view's sources are ES modules), and
 # Node applies the nearest package.json above a file to it. JupyterLab runs the yarn.js that
 # jupyter_builder ships (a CommonJS bundle) at every start (`yarn config`, for the registry), and
-# inside .venv/ that file fell under our "module" scope: Node refused it ("Dynamic require of
-# "util" is not supported") and JupyterLab printed "Fail to get yarn configuration" and a
-# screenful of minified source. A package.json of its own in .venv/ ends our scope there.
+# inside a venv here that file fell under our "module" scope: Node refused it ("Dynamic require
+# of "util" is not supported") and JupyterLab printed "Fail to get yarn configuration" and a
+# screenful of minified source. A package.json of its own in each venv ends our scope there.
 VENV_NODE_SCOPE = {
-    "description": "Not a Node package: ends the repository's ES-module scope at .venv/ (dev.py)",
+    "description": "Not a Node package: ends the repository's ES-module scope here (dev.py)",
     "type": "commonjs",
 }
 
 
-def ensure_node_scope() -> None:
-    """The .venv/package.json that lets Node run the CommonJS scripts installed in .venv/."""
-    marker = VENV / "package.json"
+def ensure_node_scope(env: Env) -> None:
+    """The package.json in a venv that lets Node run the CommonJS scripts installed there."""
+    marker = env.path / "package.json"
     wanted = json.dumps(VENV_NODE_SCOPE, indent=2) + "\n"
     if not marker.exists() or marker.read_text() != wanted:
         marker.write_text(wanted)
 
 
-def ensure_venv(extra: str) -> None:
-    """The project installed in .venv with these extras ("lab,live"), again only when
+def ensure_venv(env: Env, extra: str) -> None:
+    """The project installed in `env` with these extras ("lab,live"), again only when
     pyproject.toml changed; what was installed is said only when something was."""
-    made = not PYTHON.exists()
+    made = not env.python.exists()
     if made:
-        say(f"making a virtual environment in {VENV.name}/")
-        venv.EnvBuilder(with_pip=True).create(VENV)
-        run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    ensure_node_scope()
-    stamp = VENV / f".installed-{extra}"
+        say(f"making a virtual environment in {env.path.name}/")
+        venv.EnvBuilder(with_pip=True).create(env.path)
+        run(env.python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    ensure_node_scope(env)
+    stamp = env.path / f".installed-{extra}"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return
     if made:
-        say(f"installing conch-jupyter[{extra}] into {VENV.name}/ (a few minutes)")
-    report = VENV / ".pip-report.json"
+        say(f"installing conch-jupyter[{extra}] into {env.path.name}/ (a few minutes)")
+    report = env.path / ".pip-report.json"
     run(
-        PYTHON, "-m", "pip", "install", "--quiet", "--report", report, "-e", f".[{extra}]", cwd=ROOT
+        env.python,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--report",
+        report,
+        "-e",
+        f".[{extra}]",
+        cwd=ROOT,
     )
     installed = installed_names(json.loads(report.read_text()))
     report.unlink()
     if installed and not made:
-        say(f"installed into {VENV.name}/: {', '.join(installed)}")
+        say(f"installed into {env.path.name}/: {', '.join(installed)}")
     stamp.write_text(wanted)
 
 
@@ -122,12 +153,12 @@ def ensure_chromium() -> None:
 WORK = ROOT / ".conch-lab"
 
 
-def lab_command(args: list[str], *, root: bool) -> list[str]:
-    """`jupyter lab` on the copy of the demo, whose address is the one printed (so it opens the
-    demo with --no-browser too); as root too (Jupyter asks for --allow-root then), without the
-    update check."""
+def lab_command(env: Env, args: list[str], *, root: bool) -> list[str]:
+    """`env`'s `jupyter lab` on the copy of the demo, whose address is the one printed (so it
+    opens the demo with --no-browser too); as root too (Jupyter asks for --allow-root then),
+    without the update check."""
     command = [
-        str(BIN / "jupyter"),
+        str(env.bin / "jupyter"),
         "lab",
         "--ServerApp.root_dir=" + str(WORK),
         "--LabApp.default_url=/lab/tree/demo.ipynb",
@@ -163,16 +194,16 @@ subprocess.run([sys.executable, "-m", "jupyter", "trust", path], check=True, cap
 """
 
 
-def prepare_lab() -> Path:
-    """The demo's copy (made the first time), opening neither "not trusted" nor changed; and
-    JupyterLab's news prompt off (.venv's overrides.json)."""
+def prepare_lab(env: Env) -> Path:
+    """The demo's copy (made the first time), opening neither "not trusted" nor changed with
+    `env`'s kernel; and `env`'s JupyterLab's news prompt off (its overrides.json)."""
     WORK.mkdir(exist_ok=True)
     demo = WORK / "demo.ipynb"
     if not demo.exists():
         shutil.copyfile(ROOT / "notebooks" / "demo.ipynb", demo)
-        run(PYTHON, "-c", MAKE_AT_HOME, demo)
+        run(env.python, "-c", MAKE_AT_HOME, demo)
         say(f"copied notebooks/demo.ipynb to {WORK.name}/demo.ipynb: the repository stays as it is")
-    overrides = VENV / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides = env.path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     kept = json.loads(overrides.read_text()) if overrides.exists() else {}
     if {**kept, **NO_NEWS} != kept:
         overrides.parent.mkdir(parents=True, exist_ok=True)
@@ -183,12 +214,12 @@ def prepare_lab() -> Path:
 def lab(args: list[str]) -> int:
     # live: the demo's last section (an agent adds a cell and runs it); chat: Conch's agents in
     # every Jupyter Chat .chat document too
-    ensure_venv("lab,live,chat")
+    ensure_venv(LAB, "lab,live,chat")
     ensure_view()
-    prepare_lab()
+    prepare_lab(LAB)
     say(f"starting JupyterLab with Conch on {WORK.name}/demo.ipynb (the offline agents)")
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    return subprocess.call(lab_command(args, root=root), cwd=WORK)
+    return subprocess.call(lab_command(LAB, args, root=root), cwd=WORK)
 
 
 # `python3 dev.py test --quick`: the tests that need no Jupyter server, for the edit loop.
@@ -200,7 +231,7 @@ LANES = ["-n", "2", "--dist", "loadscope"]
 
 
 def test(args: list[str]) -> int:
-    ensure_venv("test")
+    ensure_venv(TESTS, "test")
     ensure_view()
     if "--quick" in args:
         args = [*QUICK, *(a for a in args if a != "--quick")]
@@ -208,7 +239,7 @@ def test(args: list[str]) -> int:
         ensure_chromium()
         if not any(a == "-n" or a.startswith(("-n=", "--numprocesses")) for a in args):
             args = [*LANES, *args]
-    code = subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
+    code = subprocess.call([str(TESTS.python), "-m", "pytest", *args], cwd=ROOT)
     if code == 5:
         say("pytest collected no tests: that is a failure here")
         return 1

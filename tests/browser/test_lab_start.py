@@ -50,7 +50,10 @@ def dev() -> ModuleType:
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, ModuleType]]:
     if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
-        pytest.skip("dev.py lab runs .venv's JupyterLab: run the tests from .venv (dev.py test)")
+        pytest.skip(
+            "this starts .venv's JupyterLab as dev.py lab starts its own: "
+            "run the tests from .venv (dev.py test)"
+        )
     root = lab_folder(tmp_path_factory, "lab-start", {})
     module = dev()
     module.WORK = root / "work"
@@ -69,7 +72,7 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Mod
     saved = dict(os.environ)
     os.environ.update(env)  # dev.py's `jupyter trust` signs in these folders
     try:
-        module.prepare_lab()
+        module.prepare_lab(module.TESTS)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -85,7 +88,7 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Mod
     # Jupyter makes the token, as for a person, and prints it in the address (one given by
     # config it prints as "...").
     log = root / "lab.log"
-    command = module.lab_command(extra, root=True)
+    command = module.lab_command(module.TESTS, extra, root=True)
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
     lab = Lab(f"http://127.0.0.1:{port}/", "", log, command, env, process)

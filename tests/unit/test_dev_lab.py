@@ -29,22 +29,25 @@ def dev() -> ModuleType:
 
 def test_the_lab_opens_a_copy_of_the_demo_outside_the_tracked_files() -> None:
     module = dev()
-    command = module.lab_command(["--port=9999"], root=False)
+    command = module.lab_command(module.LAB, ["--port=9999"], root=False)
     assert f"--ServerApp.root_dir={module.WORK}" in command
     # The printed address is the demo's (so it opens the demo with --no-browser too).
     assert "--LabApp.default_url=/lab/tree/demo.ipynb" in command
     assert command[-1] == "--port=9999"
     assert "--allow-root" not in command
     assert module.WORK != ROOT / "notebooks"
-    # The copy is ignored by git: running the demo leaves `git status` clean.
-    ignored = subprocess.run(
-        ["git", "check-ignore", "-q", str(module.WORK / "demo.ipynb")], cwd=ROOT, check=False
-    )
-    assert ignored.returncode == 0
+    # Its JupyterLab is its own venv's, never the tests': collaboration, which the lab installs,
+    # changes what every Jupyter server in that venv does.
+    assert command[0] == str(module.LAB.bin / "jupyter")
+    assert module.LAB.path != module.TESTS.path
+    # The copy and the lab's venv are ignored by git: running the demo leaves `git status` clean.
+    for made in (module.WORK / "demo.ipynb", module.LAB.path / "pyvenv.cfg"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(made)], cwd=ROOT, check=False)
+        assert ignored.returncode == 0, made
 
 
 def test_as_root_it_asks_for_allow_root_itself() -> None:
-    assert "--allow-root" in dev().lab_command([], root=True)
+    assert "--allow-root" in dev().lab_command(dev().LAB, [], root=True)
 
 
 def test_what_pip_installed_is_said_only_when_it_installed_something() -> None:
@@ -89,12 +92,11 @@ def test_the_venv_ends_the_repositorys_es_module_scope(
     assert before.returncode != 0
     assert "require is not defined" in before.stderr
     module = dev()
-    monkeypatch.setattr(module, "VENV", venv)
-    module.ensure_node_scope()
+    module.ensure_node_scope(module.Env(venv))
     after = node()
     assert after.returncode == 0, after.stderr
     assert after.stdout.strip() == "ran"
-    module.ensure_node_scope()  # again: unchanged, no error
+    module.ensure_node_scope(module.Env(venv))  # again: unchanged, no error
     assert json.loads((venv / "package.json").read_text())["type"] == "commonjs"
 
 
@@ -105,7 +107,7 @@ def test_jupyterlab_reads_the_yarn_configuration_without_an_error() -> None:
     from jupyterlab import commands
 
     if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
-        dev().ensure_node_scope()  # what dev.py does before every lab / test run
+        dev().ensure_node_scope(dev().TESTS)  # what dev.py does before every lab / test run
     logger = logging.getLogger("test_dev_lab.yarn")
     records: list[logging.LogRecord] = []
 
