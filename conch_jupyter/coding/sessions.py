@@ -331,17 +331,21 @@ class CodingAgents:
                         timeout=self.start_seconds,
                     )
                 except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
-                    why = _why(error)
-                    self._end(process)
-                    self.status[agent.id] = {"started": False, "problem": why}
-                    raise ProviderError(
-                        f"{agent.name} started but did not open a session ({why})."
-                    ) from None
+                    raise self._not_opened(agent, process, error) from None
             session.turn = turn
             if process.idle is not None:
                 process.idle.cancel()
                 process.idle = None
         return process, session
+
+    def _not_opened(
+        self, agent: Agent, process: AgentProcess, error: BaseException
+    ) -> ProviderError:
+        """The process ended, and its status and the error say it opened no session."""
+        why = _why(error)
+        self._end(process)
+        self.status[agent.id] = {"started": False, "problem": why}
+        return ProviderError(f"{agent.name} started but did not open a session ({why}).")
 
     async def _process(
         self, agent: Agent, provider: ProviderConfig, path: str | None
@@ -385,12 +389,7 @@ class CodingAgents:
             self.status[agent.id] = {"started": False, "problem": words}
             raise ProviderError(f"{agent.name} could not start: {words}.") from None
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
-            why = _why(error)
-            self._end(process)
-            self.status[agent.id] = {"started": False, "problem": why}
-            raise ProviderError(
-                f"{agent.name} started but did not open a session ({why})."
-            ) from None
+            raise self._not_opened(agent, process, error) from None
         except asyncio.CancelledError:
             self._end(process)
             raise

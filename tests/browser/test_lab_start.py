@@ -23,7 +23,7 @@ from playwright.sync_api import Browser, expect
 
 from ..support.browser import screenshot_path
 from ..support.jupyter_process import START_DEADLINE, free_port
-from ..support.lab import KERNEL_IDLE, Console, Lab, lab_folder
+from ..support.lab import KERNEL_IDLE, Console, Lab, jupyter_home_env, lab_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -57,18 +57,7 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Mod
     root = lab_folder(tmp_path_factory, "lab-start", {})
     module = dev()
     module.WORK = root / "work"
-    home = root / "jupyter-home"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
-    }
-    env.update(
-        JUPYTER_PLATFORM_DIRS="1",
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-    )
+    env = jupyter_home_env(root / "jupyter-home")
     saved = dict(os.environ)
     os.environ.update(env)  # dev.py's `jupyter trust` signs in these folders
     try:

@@ -6,21 +6,19 @@ scripted model servers and an outside A2A agent.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
 
 from ..support import acp_agent, notebook_kernels
 from ..support.a2a_peers import Peer
-from ..support.api import Api, settled, wait_for
+from ..support.api import Api, settled, stream_of_a_round, wait_for
 from ..support.notebook_kernels import NotebookKernel
 from ..support.scripted_models import Reply, ScriptedModels
 from .test_rounds_server import by_speaker, ended, make_agents, new_chat, say
@@ -247,19 +245,9 @@ async def test_a_reply_whose_agent_reported_its_cost_carries_it_live(
     await add_coder(api)
     chat_id = await coding_chat(api)
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat_id}/events"
-    items: list[dict[str, Any]] = []
-    async with (
-        httpx.AsyncClient(headers=jp_auth_header, timeout=30) as http,
-        http.stream("GET", url) as response,
-    ):
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            items.append(json.loads(line[5:]))
-            if len(items) == 1:
-                await say(api, chat_id, "@Coder acp:usage")
-            if items[-1]["type"] == "event" and items[-1]["event"]["type"] == "round.ended":
-                break
+    items = await stream_of_a_round(
+        url, jp_auth_header, lambda: say(api, chat_id, "@Coder acp:usage")
+    )
     cost = {"usd": 0.25, "input_tokens": 1200, "output_tokens": 300, "estimated": False}
     [live] = [i["message"] for i in items if i["type"] == "message" and "cost" in i["message"]]
     assert (live["agent"], live["cost"]) == ("coder", cost)

@@ -5,13 +5,11 @@ snapshot and on the live stream, the chat's own limit set with PATCH and the mon
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import httpx
 import pytest
 
-from ..support.api import Api, settled
+from ..support.api import Api, settled, stream_of_a_round
 from ..support.scripted_models import Reply, ScriptedModels
 from .test_chat_server import agent_on
 
@@ -44,19 +42,11 @@ async def test_a_metered_reply_carries_its_cost_and_the_totals_follow(
     await priced_bot(api, models)
     _, chat = await api("POST", "conversations", {})
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}conch/api/conversations/{chat['id']}/events"
-    items: list[dict[str, Any]] = []
-    async with (
-        httpx.AsyncClient(headers=jp_auth_header, timeout=10) as http,
-        http.stream("GET", url) as response,
-    ):
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            items.append(json.loads(line[5:]))
-            if len(items) == 1:
-                await api("POST", f"conversations/{chat['id']}/messages", {"text": "@Bot hi"})
-            if items[-1]["type"] == "event" and items[-1]["event"]["type"] == "round.ended":
-                break
+    items = await stream_of_a_round(
+        url,
+        jp_auth_header,
+        lambda: api("POST", f"conversations/{chat['id']}/messages", {"text": "@Bot hi"}),
+    )
     cost = {"usd": 0.021, "input_tokens": 1_000, "output_tokens": 10_000, "estimated": False}
     [live] = [i["message"] for i in items if i["type"] == "message" and "cost" in i["message"]]
     assert (live["agent"], live["cost"]) == ("bot", cost)

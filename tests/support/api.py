@@ -4,9 +4,12 @@ for a chat to settle."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import httpx
 
 Api = Callable[..., Awaitable[tuple[int, Any]]]
 
@@ -46,3 +49,24 @@ async def settled(api: Api, conversation_id: str, timeout: float = 10.0) -> dict
 
     result: dict[str, Any] = await wait_for(check, timeout)
     return result
+
+
+async def stream_of_a_round(
+    url: str, headers: Any, send: Callable[[], Awaitable[Any]], timeout: float = 30.0
+) -> list[dict[str, Any]]:
+    """The items a chat's event stream (`url`) sends from its opening to its next round's end:
+    `send` is called once the stream has opened, so nothing of the round comes before it."""
+    items: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=timeout) as http,
+        http.stream("GET", url) as response,
+    ):
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            items.append(json.loads(line[5:]))
+            if len(items) == 1:
+                await send()
+            if items[-1]["type"] == "event" and items[-1]["event"]["type"] == "round.ended":
+                break
+    return items

@@ -84,6 +84,23 @@ class Lab:
         self.process = None
 
 
+def jupyter_home_env(home: Path) -> dict[str, str]:
+    """This environment for a Jupyter of its own: its config, data and runtime folders under
+    `home`, and neither a model's key nor a Conch address or kernel key from outside."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
+    }
+    env.update(
+        JUPYTER_PLATFORM_DIRS="1",
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+    )
+    return env
+
+
 @contextmanager
 def running_lab(
     root: Path,
@@ -101,17 +118,7 @@ def running_lab(
     on `env_extra`'s PYTHONPATH and enabled in the Jupyter config folder written here."""
     (root / "work").mkdir(exist_ok=True)
     home = root / "jupyter-home"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CONCH_SERVER_URL", "CONCH_KERNEL_KEY")
-    }
-    env.update(
-        JUPYTER_PLATFORM_DIRS="1",
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-    )
+    env = jupyter_home_env(home)
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(NO_NEWS)
