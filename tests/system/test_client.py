@@ -213,6 +213,15 @@ CALLS: list[tuple[str, Callable[[Any], Any], str, str, Any, dict[str, Any], Any]
         {"outside": [{"id": "o"}]},
         [{"id": "o"}],
     ),
+    (
+        "accept_outside_key",
+        lambda c: c.accept_outside_key("o", "thumb"),
+        "POST",
+        "outside/o/repair",
+        {"accept_key": True, "thumbprint": "thumb"},
+        {"id": "o", "signed": None},
+        {"id": "o", "signed": None},
+    ),
     ("pairings", lambda c: c.pairings(), "GET", "pairings", None, {"pairings": []}, []),
     (
         "create_pairing",
