@@ -177,24 +177,37 @@ def no_read_turn(name: str) -> str:
 
 # --- trust, but watch ---
 
-_CONCH_TOOL = re.compile(r"(?:mcp__)?" + re.escape(SERVER_NAME) + r"(?:__|[./:]|\s+)\s*([a-z_]+)\b")
+_CONCH_TOOL = re.compile(
+    r"(?:Tool:\s*)?(?:mcp__)?" + re.escape(SERVER_NAME) + r"(?:__|[./:])\s*([a-z_]+)"
+)
 _NOTEBOOK_TOOL_NAMES = frozenset(t.name for t in NOTEBOOK_TOOLS)
 
 
-def conch_tool(title: str, meta_tool: str | None = None, raw_input: Any = None) -> str | None:
+def conch_tool(
+    title: str, meta_tool: str | None = None, raw_input: Any = None, kind: str | None = None
+) -> str | None:
     """The notebook tool Conch offers over MCP that this tool call is, if it is one: Claude
-    names it `mcp__conch-notebook__<tool>` (kind `other`), Codex shows `conch-notebook.<tool>`
-    (no kind)."""
-    candidates = [meta_tool or "", title]
-    if isinstance(raw_input, Mapping):
+    names it `mcp__conch-notebook__<tool>` in its own field (kind `other`), Codex puts the server
+    and tool in its input or shows `conch-notebook.<tool>` (no kind).
+
+    Such a call passes the agent's question (the tool judges it when it reaches Conch), so only
+    the agent's own naming counts, never words a model can choose: a call of any other kind (a
+    command, an edit) is never one; where the agent names the tool or gives its server and tool,
+    that alone decides; a title decides only as a whole (Claude's title for a command is the
+    command, which could hold the tool's name)."""
+    if kind not in (None, "other"):
+        return None
+    if meta_tool is not None:
+        named: str = meta_tool
+    elif isinstance(raw_input, Mapping) and ("server" in raw_input or "tool" in raw_input):
         server, tool = raw_input.get("server"), raw_input.get("tool")
-        if server == SERVER_NAME and isinstance(tool, str):
-            candidates.insert(0, f"{SERVER_NAME}.{tool}")
-    for text in candidates:
-        found = _CONCH_TOOL.search(text or "")
-        if found and found.group(1) in _NOTEBOOK_TOOL_NAMES:
-            return found.group(1)
-    return None
+        if server != SERVER_NAME or not isinstance(tool, str):
+            return None
+        named = f"{SERVER_NAME}.{tool}"
+    else:
+        named = title.strip()
+    found = _CONCH_TOOL.fullmatch(named)
+    return found.group(1) if found and found.group(1) in _NOTEBOOK_TOOL_NAMES else None
 
 
 # Commands that only read, as an agent's own rules let them run unasked (Codex's "known safe"

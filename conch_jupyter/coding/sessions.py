@@ -604,7 +604,9 @@ class CodingAgents:
             tool.about = clean_text(about)
         meta = getattr(update, "field_meta", None) or {}
         named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
-        found = conch_tool(tool.title, named if isinstance(named, str) else None, update.raw_input)
+        found = conch_tool(
+            tool.title, named if isinstance(named, str) else None, update.raw_input, tool.kind
+        )
         if found is not None:
             tool.conch = found
         output = getattr(update, "raw_output", None)
