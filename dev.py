@@ -23,26 +23,20 @@ import shutil
 import subprocess
 import sys
 import venv
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
 class Env:
-    """A virtual environment dev.py makes and installs the project into."""
+    """A virtual environment dev.py makes and installs the project into. (No dataclass: the
+    tests load dev.py from its file, outside sys.modules, where a dataclass cannot be made.)"""
 
-    path: Path
-
-    @property
-    def bin(self) -> Path:
-        return self.path / ("Scripts" if os.name == "nt" else "bin")
-
-    @property
-    def python(self) -> Path:
-        return self.bin / ("python.exe" if os.name == "nt" else "python")
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bin = path / ("Scripts" if os.name == "nt" else "bin")
+        self.python = self.bin / ("python.exe" if os.name == "nt" else "python")
 
 
 # Two, not one: `dev.py lab` installs Jupyter's collaboration (the demo's last section), and a

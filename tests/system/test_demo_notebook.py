@@ -39,8 +39,13 @@ def the_chat(server: JupyterProcess) -> dict[str, Any]:
 
 
 def settle(server: JupyterProcess) -> dict[str, Any]:
+    """The chat once its round is over and its newest message (the last cell's) is answered: a
+    chat read between the message and its round's start is idle but not yet answered."""
     deadline = time.monotonic() + 60
-    while (chat := the_chat(server))["busy"] and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        chat = the_chat(server)
+        if not chat["busy"] and chat["messages"] and chat["messages"][-1]["role"] != "user":
+            return chat
         time.sleep(0.05)
     return chat
 
