@@ -28,6 +28,7 @@ from typing import Any, Protocol, cast
 import acp
 from acp import schema
 
+from .. import __version__
 from ..core.text import clean_text
 from .mcp import McpBinding
 from .rules import AskingSetup, mode_to_leave
@@ -155,7 +156,7 @@ class AgentProcess:
         self.hello = await self.conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(),
-            client_info=schema.Implementation(name="conch-jupyter", version="0.1.0"),
+            client_info=schema.Implementation(name="conch-jupyter", version=__version__),
         )
 
     @property

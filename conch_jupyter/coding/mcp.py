@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import __version__
 from ..notebook.rules import MAX_CALLS_PER_TURN, NOTEBOOK_TOOLS
 from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ToolCall
@@ -78,7 +79,7 @@ class McpEndpoint:
                 {
                     "protocolVersion": PROTOCOL_VERSION,
                     "capabilities": {"tools": {"listChanged": False}},
-                    "serverInfo": {"name": SERVER_NAME, "version": "0.1.0"},
+                    "serverInfo": {"name": SERVER_NAME, "version": __version__},
                     "instructions": "The chat's notebook and its kernel, under the user's mode.",
                 },
             )
