@@ -38,6 +38,8 @@ def load(name: str, path: Path) -> ModuleType:
 def build(source: Path, out: Path) -> subprocess.CompletedProcess[str]:
     dev = load("dev_for_docs", ROOT / "dev.py")
     command = dev.docs_command(Path(sys.executable), source, out)
+    # Strict: a warning fails (-W), nitpicky (-n), every page read again (-E).
+    assert {"-W", "-n", "-E"} <= set(command)
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
@@ -208,16 +210,32 @@ def test_the_readmes_links_and_pictures_resolve(tmp_path: Path) -> None:
     ]
 
 
+# A picture in Markdown, in MyST's image and figure directives, or as HTML.
+PICTURE = re.compile(
+    r"!\[[^\]]*\]\(([^)\s]+)\)|[`:]{3}\{(?:image|figure)\} *(\S+)|<img [^>]*src=\"([^\"]+)\""
+)
+
+
 def pictures_named() -> dict[str, list[str]]:
     """Every picture the README and the docs' pages show: its path in the repository → where."""
     named: dict[str, list[str]] = {}
     for page in [README, *sorted(DOCS.rglob("*.md"))]:
         if "_build" in page.parts:
             continue
-        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+        for forms in PICTURE.findall(page.read_text(encoding="utf-8")):
+            target = next(part for part in forms if part)
             path = (page.parent / target).resolve().relative_to(ROOT).as_posix()
             named.setdefault(path, []).append(page.relative_to(ROOT).as_posix())
     return named
+
+
+def test_a_picture_is_seen_in_each_form_a_page_can_show_it() -> None:
+    page = (
+        "![a](one.png) [not a picture](two.png)\n```{image} three.png\n```\n"
+        ':::{figure} ../four.png\n:::\n<img alt="x" src="five.png">\n'
+    )
+    found = [next(part for part in forms if part) for forms in PICTURE.findall(page)]
+    assert found == ["one.png", "three.png", "../four.png", "five.png"]
 
 
 def test_every_picture_shown_is_one_dev_py_shots_makes_and_is_committed() -> None:
