@@ -212,7 +212,8 @@ def test_the_readmes_links_and_pictures_resolve(tmp_path: Path) -> None:
 
 # A picture in Markdown, in MyST's image and figure directives, or as HTML.
 PICTURE = re.compile(
-    r"!\[[^\]]*\]\(([^)\s]+)\)|[`:]{3}\{(?:image|figure)\} *(\S+)|<img [^>]*src=\"([^\"]+)\""
+    r"!\[[^\]]*\]\(([^)\s]+)\)|[`:]{3}\{(?:image|figure)\} *(\S+)"
+    r"|<(?:img|source) [^>]*?\bsrc(?:set)?=\"([^\"]+)\""
 )
 
 
@@ -229,13 +230,24 @@ def pictures_named() -> dict[str, list[str]]:
     return named
 
 
+def test_shots_writes_each_picture_of_its_list() -> None:
+    """docs/shots.py takes each picture of SHOTS (and only those: shot_path refuses another
+    name), and copies them all into docs/_static/shots/ only once every one was taken."""
+    shots = load("docs_shots", DOCS / "shots.py")
+    taken = re.findall(r'shot_path\(out, "([\w-]+)"\)', (DOCS / "shots.py").read_text())
+    assert sorted(taken) == sorted(shots.SHOTS)
+    with pytest.raises(KeyError):
+        shots.shot_path(DOCS, "a-picture-it-does-not-take")
+
+
 def test_a_picture_is_seen_in_each_form_a_page_can_show_it() -> None:
     page = (
         "![a](one.png) [not a picture](two.png)\n```{image} three.png\n```\n"
         ':::{figure} ../four.png\n:::\n<img alt="x" src="five.png">\n'
+        '<picture><source media="(prefers-color-scheme: dark)" srcset="six.png"></picture>\n'
     )
     found = [next(part for part in forms if part) for forms in PICTURE.findall(page)]
-    assert found == ["one.png", "three.png", "../four.png", "five.png"]
+    assert found == ["one.png", "three.png", "../four.png", "five.png", "six.png"]
 
 
 def test_every_picture_shown_is_one_dev_py_shots_makes_and_is_committed() -> None:
