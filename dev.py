@@ -12,6 +12,12 @@ view from js/ (Node 20+ and npm: `npm ci` from the lock file, then esbuild) when
 changed. Extra words after `test` go to pytest,
 e.g. `python3 dev.py test -k door`; `python3 dev.py test --quick` runs only tests/unit (no
 Jupyter server), and `python3 dev.py test tests/server` one kind.
+
+Two more, for the docs (both in .venv, the tests' venv, which holds the docs' tools):
+
+    python3 dev.py docs    the docs site from docs/, strict (a warning fails), into docs/_build/
+    python3 dev.py shots   the pictures the README and the docs show, made in chromium on the
+                           offline agents, into docs/_static/shots/ (docs/shots.py says which)
 """
 
 from __future__ import annotations
@@ -240,8 +246,37 @@ def test(args: list[str]) -> int:
     return code
 
 
+# The docs site, as `python3 dev.py docs` and tests/unit/test_docs.py build it: strict (-W: a
+# warning fails; --keep-going: all of them said first), nitpicky (-n), and from scratch each time
+# (-E), since Sphinx says a warning only when it reads that page again.
+DOCS = ROOT / "docs"
+DOCS_BUILT = DOCS / "_build" / "html"
+
+
+def docs_command(python: Path, source: Path, out: Path) -> list[str]:
+    strict = ["-W", "--keep-going", "-n", "-E", "-q"]
+    return [str(python), "-m", "sphinx", *strict, "-b", "html", str(source), str(out)]
+
+
+def docs(args: list[str]) -> int:
+    ensure_venv(TESTS, "test")
+    code = subprocess.call([*docs_command(TESTS.python, DOCS, DOCS_BUILT), *args], cwd=ROOT)
+    if code == 0:
+        say(f"built the docs into {DOCS_BUILT.relative_to(ROOT)}/ (open index.html)")
+    return code
+
+
+def shots(args: list[str]) -> int:
+    """Every picture the README and the docs show, made again (docs/shots.py)."""
+    ensure_venv(TESTS, "test")
+    ensure_view()
+    ensure_chromium()
+    say("making the pictures: JupyterLab on the offline agents, in chromium (a minute or two)")
+    return subprocess.call([str(TESTS.python), str(DOCS / "shots.py"), *args], cwd=ROOT)
+
+
 def main() -> int:
-    commands = {"lab": lab, "test": test}
+    commands = {"lab": lab, "test": test, "docs": docs, "shots": shots}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__)
         return 2
