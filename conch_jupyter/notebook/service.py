@@ -366,6 +366,7 @@ class NotebookTools:
         chat = self._chats.setdefault(conversation_id, _ChatTools())
         call_id = f"t_{uuid.uuid4().hex[:16]}"
         entry = {"call_id": call_id, "tool": CONTINUE, "named": named, "names": names}
+        entry |= {"name": "Code in the notebook's kernel", "title": "continue the round"}
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         chat.asking[call_id] = _Asking(entry, answer)
         return call_id, self._asked_to_continue(conversation_id, chat, entry, answer)

@@ -90,3 +90,19 @@ test("a message since, or the server saying it can no longer be continued, takes
   state.take({ type: "snapshot", conversation: { messages: [], events: [], roster, continuable: { turns: 2, spent: 0 } } });
   assert.equal(state.continuable?.turns, 2);
 });
+
+test("the kernel's request to continue waits for your yes below the chat, and goes once answered", async () => {
+  const { ToolState } = await import("../tools.js");
+  const tools = new ToolState();
+  const asked = { seq: 1, type: "continue.asking", call_id: "t_1", tool: "continue", named: ["writer"], names: ["Writer"] };
+  assert.equal(tools.take({ type: "event", event: asked }), true);
+  assert.deepEqual(tools.approvals(), [{ call_id: "t_1", agent: "", tool: "continue", names: ["Writer"] }]);
+  tools.take({ type: "event", event: { seq: 2, type: "tool.ended", call_id: "t_1", tool: "continue", state: "ran" } });
+  assert.deepEqual(tools.approvals(), []);
+  // Listed in a snapshot (a page opened while it asks) as the server lists it.
+  tools.take({ type: "snapshot", conversation: { asking: [{ call_id: "t_2", tool: "continue", named: ["writer"], names: ["Writer"] }] } });
+  assert.deepEqual(
+    tools.approvals().map((a) => a.call_id),
+    ["t_2"],
+  );
+});
