@@ -10,7 +10,7 @@
 import { h } from "./dom.js";
 
 /**
- * @typedef {{kind: "continue", id: string, line: string, button: string}} ContinueItem
+ * @typedef {{kind: "continue", id: string, head: string, line: string, button: string}} ContinueItem
  * @typedef {{announce(words: string): void, continue_?: () => Promise<string>, refocus?: () => void}} Context
  */
 
@@ -49,7 +49,7 @@ export function continueLine(item, ctx) {
     "li",
     { class: "conch-continue-line", "data-continue": item.id },
     h("span", { class: "conch-pearl-glyph", "aria-hidden": "true" }),
-    h("span", { class: "conch-continue-words", text: `The round stopped at its bound · ${item.line}` }),
+    h("span", { class: "conch-continue-words", text: `${item.head} · ${item.line}` }),
     continueButton(item.button, ctx),
   );
   return { el };

@@ -292,9 +292,9 @@ export function buildItems(state, { userLabel = "You", offerContinue = false } =
     const item = cardItem(each, state, latest && each.end === null, latest);
     if (latest && offerContinue && state.continuable && item.state === "folded" && !state.busy) {
       const offer = continueWords(state.continuable, state.budget?.chat);
-      item.continues = offer;
+      item.continues = { line: offer.line, button: offer.button };
       item.announce = `${item.announce}. ${offer.button} is offered at the end of the chat.`;
-      endLine = { kind: "continue", id: `continue-${each.id}`, line: offer.line, button: offer.button };
+      endLine = { kind: "continue", id: `continue-${each.id}`, ...offer };
     }
     items[place] = item;
   });

@@ -22,6 +22,7 @@ over modules that must then share it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -34,7 +35,7 @@ from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..core.names import clashes
 from ..notebook.rules import NOTEBOOK_TOOLS
-from ..notebook.service import NotebookTools
+from ..notebook.service import NotAsking, NotebookTools
 from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (
@@ -160,6 +161,9 @@ class RoundService:
         last, chat.last = chat.last, None
         assert last is not None  # a continuation comes only from a last round
         message = last.message
+        if chat.asking is not None:  # the kernel's question to continue is answered by this
+            with contextlib.suppress(NotAsking):
+                self.tools.answer(conversation_id, chat.asking[0], False)
         self._publish_continuable(chat)
         chat.inbox.put_nowait(Continued(going_on, message))
         if chat.runner is None or chat.runner.done():

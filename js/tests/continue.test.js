@@ -33,12 +33,24 @@ function stopped() {
 }
 
 test("the words: the round's cost and the chat's, whole dollars without cents", () => {
-  assert.deepEqual(continueWords({ turns: 4, spent: 0.84 }, { spent: 2.1, limit: 5 }), {
+  const bound = "The round stopped at its bound";
+  assert.deepEqual(continueWords({ turns: 4, spent: 0.84, reason: "loop" }, { spent: 2.1, limit: 5 }), {
+    head: bound,
     line: "4 replies · $0.84",
     button: "Continue (this chat: $2.10 of $5)",
   });
-  assert.deepEqual(continueWords({ turns: 1, spent: 0 }, { spent: 0, limit: null }), { line: "1 reply", button: "Continue (this chat: $0.00)" });
-  assert.deepEqual(continueWords({ turns: 8, spent: 1.2 }, null), { line: "8 replies · $1.20", button: "Continue" });
+  assert.deepEqual(continueWords({ turns: 1, spent: 0 }, { spent: 0, limit: null }), { head: bound, line: "1 reply", button: "Continue (this chat: $0.00)" });
+  assert.deepEqual(continueWords({ turns: 8, spent: 1.2, reason: "spend", limit: "round" }, null), {
+    head: bound,
+    line: "8 replies · $1.20",
+    button: "Continue",
+  });
+  // Stopped by the chat's limit or the month's budget: raise it first.
+  assert.equal(
+    continueWords({ turns: 2, spent: 0.8, reason: "spend", limit: "chat" }, { spent: 2, limit: 2 }).head,
+    "The round stopped at this chat's limit: raise it, then",
+  );
+  assert.equal(continueWords({ turns: 2, reason: "spend", limit: "month" }, null).head, "The round stopped at this month's budget: raise it, then");
 });
 
 test("a round stopped at its bound offers Continue on its folded card and on the end line at the bottom", () => {
@@ -46,7 +58,13 @@ test("a round stopped at its bound offers Continue on its folded card and on the
   assert.equal(state.take({ type: "continuable", continuable: { named: ["researcher"], reason: "replies", turns: 4, spent: 0.84 } }), "items");
   const items = buildItems(state, { offerContinue: true });
   const last = items[items.length - 1];
-  assert.deepEqual(last, { kind: "continue", id: "continue-round-1", line: "4 replies · $0.84", button: "Continue (this chat: $2.10 of $5)" });
+  assert.deepEqual(last, {
+    kind: "continue",
+    id: "continue-round-1",
+    head: "The round stopped at its bound",
+    line: "4 replies · $0.84",
+    button: "Continue (this chat: $2.10 of $5)",
+  });
   const card = items.find((i) => i.kind === "round");
   assert.equal(card.state, "folded");
   assert.deepEqual(card.continues, { line: "4 replies · $0.84", button: "Continue (this chat: $2.10 of $5)" });

@@ -338,3 +338,32 @@ async def test_an_agents_words_do_not_continue_a_round(api: Api, models: Scripte
     chat = await settled(api, chat_id)
     assert rounds_of(chat) == [("round.started", None), ("round.ended", "loop")]
     assert len(models.requests) == 5
+
+
+async def test_continuing_on_your_page_answers_the_kernels_question(
+    api: Api, models: ScriptedModels, as_kernel: AsKernel
+) -> None:
+    models.responder = by_speaker({"Ann": "@Bob your go", "Bob": "@Ann back to you"})
+    await make_agents(api, models, "Ann", "Bob")
+    chat_id = await new_chat(api)
+    await say(api, chat_id, "@Ann start")
+    await settled(api, chat_id)
+    status, asking = await as_kernel("POST", f"conversations/{chat_id}/round/continue")
+    assert status == 202
+    status, answer = await go_on(api, chat_id)  # Continue pressed on the page meanwhile
+    assert (status, answer["named"]) == (202, ["bob"])
+
+    async def both_ended() -> dict[str, Any] | None:
+        chat = await settled(api, chat_id, 30)
+        kinds = [e["type"] for e in chat["events"]]
+        return chat if "tool.ended" in kinds and kinds.count("round.ended") == 2 else None
+
+    done = await wait_for(both_ended)
+    assert done["asking"] == []
+    [ended] = [e for e in done["events"] if e["type"] == "tool.ended"]
+    assert (ended["call_id"], ended["state"]) == (asking["asking"], "skipped")
+    assert len([e for e in done["events"] if e["type"] == "round.started"]) == 2
+    # Answered now: the page's yes to the old question changes nothing.
+    tools = f"conversations/{chat_id}/tools/{asking['asking']}"
+    assert (await api("POST", tools, {"run": True}))[0] == 409
+    assert len(models.requests) == 10
