@@ -265,8 +265,8 @@ Decision = Speak | Ask | End
 
 # --- continuing a round stopped at its bound ------------------------------------------------
 
-# The ends a user may continue from: the round's own bounds. (A "spend" end only at the round's
-# own $1; the chat's limit and the month's budget must be raised first.)
+# The ends a user may continue from: the round's own bounds, and "spend" (its own $1 at once; the
+# chat's limit or the month's budget once raised: `continuation`'s `limit_now` says no till then).
 CONTINUABLE: frozenset[EndReason] = frozenset({"replies", "speaker", "loop", "spend"})
 
 # Why a round cannot be continued, in words, by how it ended.

@@ -14,6 +14,7 @@ from conch_jupyter.rounds.engine import (
     NOT_CONTINUED_WORDS,
     RAISE_LIMIT_WORDS,
     ROUND_LIMITS,
+    RUNNING_WORDS,
     WROTE_SINCE_WORDS,
     ChatLimit,
     Continuation,
@@ -175,6 +176,14 @@ def test_every_other_end_cannot_be_continued(play, reason) -> None:
     assert end.reason == reason
     assert reason not in CONTINUABLE
     assert continuation(end, wrote_since=False) == NothingToContinue(NOT_CONTINUED_WORDS[reason])
+
+
+def test_nothing_is_continued_while_the_chat_is_answering() -> None:
+    # A continued round running (or one a message started): one at a time, whatever came before.
+    assert continuation(ended_at_loop(), wrote_since=False, running=True) == NothingToContinue(
+        RUNNING_WORDS
+    )
+    assert continuation(None, wrote_since=False, running=True) == NothingToContinue(RUNNING_WORDS)
 
 
 def test_no_round_and_a_message_since_refuse_in_words() -> None:
