@@ -167,6 +167,11 @@ class ConchClient(BaseConchClient):
     def stop(self, conversation_id: str) -> bool:
         return self.do(Calls.stop(conversation_id))
 
+    def continue_round(self, conversation_id: str) -> Answer:
+        """Continue the last round, stopped at its bound: with the kernel key, the chat asks the
+        user first (`{"asking": call_id}`); with the token, `{"named", "continues": true}`."""
+        return self.do(Calls.continue_round(conversation_id))
+
     def take_handed(self, kernel_id: str, proof: str, wait: float) -> Answer:
         """As AsyncConchClient.take_handed (answered()'s question), blocking."""
         return self.do(Calls.take_handed(kernel_id, proof, wait))
@@ -321,6 +326,10 @@ class AsyncConchClient(BaseConchClient):
 
     async def stop(self, conversation_id: str) -> bool:
         return await self.do(Calls.stop(conversation_id))
+
+    async def continue_round(self, conversation_id: str) -> Answer:
+        """As ConchClient.continue_round."""
+        return await self.do(Calls.continue_round(conversation_id))
 
     async def take_handed(self, kernel_id: str, proof: str, wait: float) -> Answer:
         """answered()'s question: this kernel's next approved run ({"run": {"id", "code"}} or

@@ -156,6 +156,11 @@ class Calls:
         return Call("POST", _path("conversations", conversation_id, "round", "stop"), _stopped)
 
     @staticmethod
+    def continue_round(conversation_id: str) -> Call[Answer]:
+        path = _path("conversations", conversation_id, "round", "continue")
+        return Call("POST", path, _whole)
+
+    @staticmethod
     def add_outside(paste: str, name: str | None) -> Call[Answer]:
         body = {"paste": paste} if name is None else {"paste": paste, "name": name}
         return Call("POST", "outside", _whole, body)

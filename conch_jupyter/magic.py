@@ -4,6 +4,7 @@
     %conch <message>        send a message (mention agents with @Name) and show the chat
     %%conch                 send the cell as a message and show the chat
     %conch stop             end the running round at once
+    %conch continue         ask, in the chat, to continue the round stopped at its bound
     %conch agents           your agents          (Settings)
     %conch outside          outside agents       (Settings)
     %conch pairings         agents that can talk to yours (Settings)
@@ -100,6 +101,13 @@ def run(line: str, cell: str | None = None) -> None:
 
             stopped = client.stop(this_chat_id(client))
         tell("Stopped the round." if stopped else "No round is running.")
+    elif command == "continue":
+        with ConchClient.from_environment() as client:
+            from .widget.chat import this_chat_id
+
+            client.continue_round(this_chat_id(client))  # 409 in words: nothing to continue
+        # The kernel key only asks: code an agent runs must not keep a round going.
+        tell("Asked in the chat: say yes there to continue the round.")
     elif not word:
         from .widget import this_chat
 

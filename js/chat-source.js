@@ -35,6 +35,7 @@ import { EARLIER_PAGE, VIEW_PAGE } from "./window.js";
  *   send(text: string): void, stop(): void, close(): void,
  *   earlier?: () => Promise<boolean>,
  *   setLimit?: import("./cost-views.js").SetLimit,
+ *   continue_?: () => Promise<string>,
  * } & Partial<import("./tool-views.js").ToolActions>} Source
  * @typedef {{chat: ChatState, state: Store, take(item: Item): void, redraw(): void}} Fed
  */
@@ -59,7 +60,7 @@ export function fedChat({ tools }) {
   const flush = () => {
     if (itemsChanged) {
       state.update({
-        items: buildItems(chat),
+        items: buildItems(chat, { offerContinue: tools }),
         round_running: chat.round !== null,
         mentions: chat.names.mentions(),
         title: chat.title.split("/").pop() || "",
@@ -208,6 +209,17 @@ export function directChat(api, conversationId, refused) {
         state.update({ notice: answer?.stopped ? "" : "No round is running." });
       } catch (error) {
         say(error);
+      }
+    },
+    // Continue the last round, stopped at its bound: "" once it goes on, else the server's words.
+    async continue_() {
+      try {
+        await api.request("POST", `${path}/round/continue`);
+        state.update({ problem: "" });
+        return "";
+      } catch (error) {
+        say(error);
+        return error instanceof ConchError ? error.message : String(error);
       }
     },
     close() {

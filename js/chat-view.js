@@ -108,6 +108,7 @@ export function chatView(model, el, connect, openSettings) {
   };
   const modes = modeSwitch(actions);
   const spend = chatSpend(source.setLimit);
+  const refocus = () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus();
   const ctx = {
     /** @param {string} words */
     announce: (words) => {
@@ -115,8 +116,10 @@ export function chatView(model, el, connect, openSettings) {
     },
     stop: () => source.stop(),
     undo: actions.undo,
+    // Continue a round stopped at its bound: only where the view talks to the server itself.
+    continue_: source.continue_,
+    refocus,
   };
-  const refocus = () => /** @type {HTMLElement | null} */ (box.el.querySelector(".conch-input"))?.focus();
   const asks = approvals(actions, ctx.announce, refocus);
   const settings = settingsPlace(openSettings);
   const stuckRun = stuckBlock(actions, ctx.announce, refocus);

@@ -6,6 +6,7 @@
  * (stream-md.js: nodes, never HTML; the server's sealed HTML once it settles).
  */
 
+import { continueLine } from "./continue-view.js";
 import { disc, h, reducedMotion } from "./dom.js";
 import { paragraphPieces, textChange } from "./reconcile.js";
 import { roundCard } from "./round-card.js";
@@ -14,7 +15,7 @@ import { toolBlock } from "./tool-views.js";
 
 /**
  * @typedef {{kind: string, id: string, [key: string]: any}} Item
- * @typedef {{announce(words: string): void, stop(): void, undo?: (callId: string) => Promise<string>}} Context
+ * @typedef {{announce(words: string): void, stop(): void, undo?: (callId: string) => Promise<string>} & import("./continue-view.js").Context} Context
  * @typedef {{el: HTMLElement, update?: (item: any) => void, stop?: () => void}} Drawn
  */
 
@@ -91,6 +92,7 @@ function shownWhenOpened(el) {
 /** @param {Item} item @param {Context} ctx @returns {Drawn} */
 export function drawItem(item, ctx) {
   if (item.kind === "round") return roundCard(/** @type {any} */ (item), ctx);
+  if (item.kind === "continue") return continueLine(/** @type {any} */ (item), ctx);
   if (item.kind === "tool") return { el: shownWhenOpened(toolBlock(item, ctx.undo)) };
   if (item.kind === "handover") {
     return { el: h("li", { class: "conch-handover" }, h("span", { text: item.text })) };

@@ -11,6 +11,7 @@
  */
 
 import { ARC_Y, STAGE_HEIGHT, arcPoint, arcsOf, at, faceX } from "./arcs.js";
+import { continueButton } from "./continue-view.js";
 import { h, hue, reducedMotion, s, uid } from "./dom.js";
 
 /**
@@ -18,8 +19,9 @@ import { h, hue, reducedMotion, s, uid } from "./dom.js";
  * @typedef {{
  *   kind: "round", id: string, state: "live" | "folded", faces: Face[], passes: number[][],
  *   floor: number | null, line: string, announce: string, picture: string,
+ *   continues?: {line: string, button: string},
  * }} RoundItem
- * @typedef {{announce(words: string): void, stop(): void}} Context
+ * @typedef {{announce(words: string): void, stop(): void} & import("./continue-view.js").Context} Context
  * @typedef {import("./arcs.js").Arc} Arc
  */
 
@@ -59,7 +61,10 @@ export function roundCard(first, ctx) {
       folded.setAttribute("aria-expanded", String(open));
     },
   });
-  const el = h("li", { class: "conch-round", "data-round": first.id }, bar, folded, stage);
+  // Continue, on the folded card of a round stopped at its bound (continue-view.js).
+  const going = h("div", { class: "conch-round-continue" });
+  let goingLabel = "";
+  const el = h("li", { class: "conch-round", "data-round": first.id }, bar, folded, going, stage);
   /** @type {RoundItem | null} */
   let shown = null;
   /** @type {Animation[]} */
@@ -130,6 +135,10 @@ export function roundCard(first, ctx) {
     el.classList.toggle("is-solo", item.faces.length <= 1 && item.passes.length === 0);
     words.textContent = item.line;
     folded.replaceChildren(glyph(), h("span", { text: item.line }));
+    const label = item.state === "folded" && item.continues && ctx.continue_ ? item.continues.button : "";
+    if (label !== goingLabel) going.replaceChildren(...(label ? [continueButton(label, ctx)] : []));
+    going.hidden = !label;
+    goingLabel = label;
     if (item.state === "live") {
       stop.removeAttribute("disabled");
       stop.textContent = "Stop";

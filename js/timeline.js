@@ -18,7 +18,7 @@
  */
 
 import { ToolState, toolItem, underReplies, workingWords } from "./tools.js";
-import { and, costWords, dollars, foldedWords, initials } from "./words.js";
+import { and, continueWords, costWords, dollars, foldedWords, initials } from "./words.js";
 
 /**
  * @typedef {{[key: string]: any}} Item
@@ -98,6 +98,8 @@ export class ChatState {
     this.budget = null;
     /** @type {{spent: number, limit: number} | null} the latest round's spend, kept once it ends */
     this.roundSpend = null;
+    /** @type {Item | null} the last round, stopped at its bound, as the server offers to continue it */
+    this.continuable = null;
   }
 
   /** @param {Item | null | undefined} budget */
@@ -154,6 +156,7 @@ export class ChatState {
         if (event.type === "round.started") {
           // A new round has spent nothing yet: the last one's spend is not its own.
           this.roundSpend = null;
+          this.continuable = null;
           if (this.budget) this.budget = { ...this.budget, round: null };
         }
         return "items";
@@ -178,6 +181,9 @@ export class ChatState {
       case "budget": // a turn was billed, or a limit set
         this.spend(item.budget);
         return "items";
+      case "continuable": // the last round can be continued now, or no longer
+        this.continuable = item.continuable || null;
+        return "items";
       case "working": // the round card's line and the streaming reply say what the agent does
       case "stuck": // what the chat offers under the log
         return tools ? "items" : "";
@@ -193,6 +199,7 @@ export class ChatState {
     this.title = String(chat.title || "");
     this.names.learn(chat.roster);
     this.spend(chat.budget);
+    this.continuable = chat.continuable || null;
     this.live = new Map();
     for (const reply of chat.streaming || []) {
       this.live.set(reply.reply, { agent: reply.agent, text: String(reply.text || "") });
@@ -228,12 +235,15 @@ class Card {
 }
 
 /**
- * Everything but the reply still streaming, in reading order.
+ * Everything but the reply still streaming, in reading order. `offerContinue`: the view can
+ * continue a round itself (it talks to the server with the user's own auth), so the latest
+ * round, stopped at its bound, offers Continue on its folded card and on its end line at the
+ * bottom of the chat.
  * @param {ChatState} state
- * @param {{userLabel?: string}} [options]
+ * @param {{userLabel?: string, offerContinue?: boolean}} [options]
  * @returns {Item[]}
  */
-export function buildItems(state, { userLabel = "You" } = {}) {
+export function buildItems(state, { userLabel = "You", offerContinue = false } = {}) {
   /** @type {[number, number, string, Item][]} */
   const entries = [];
   for (const message of state.messages.values()) {
@@ -275,11 +285,22 @@ export function buildItems(state, { userLabel = "You" } = {}) {
       card.spent += Number(entry.cost?.usd) || 0;
     }
   }
+  /** @type {Item | null} */
+  let endLine = null;
   cards.forEach(([each, place], index) => {
     const latest = index === cards.length - 1;
-    items[place] = cardItem(each, state, latest && each.end === null, latest);
+    const item = cardItem(each, state, latest && each.end === null, latest);
+    if (latest && offerContinue && state.continuable && item.state === "folded" && !state.busy) {
+      const offer = continueWords(state.continuable, state.budget?.chat);
+      item.continues = { line: offer.line, button: offer.button };
+      item.announce = `${item.announce}. ${offer.button} is offered at the end of the chat.`;
+      endLine = { kind: "continue", id: `continue-${each.id}`, ...offer };
+    }
+    items[place] = item;
   });
-  return underReplies(items);
+  const ordered = underReplies(items);
+  if (endLine) ordered.push(endLine);
+  return ordered;
 }
 
 /**

@@ -15,7 +15,8 @@ import { ACP, acpAnnouncement, acpHead, acpOutputParts } from "./acp.js";
 import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
 import { modeLock } from "./policy.js";
-import { CELL_TOOLS, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
+import { CELL_TOOLS, CONTINUE, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
+import { and } from "./words.js";
 
 /**
  * @typedef {import("./tools.js").Asking} Asking
@@ -120,6 +121,7 @@ export function approvals(actions, announce, refocus) {
       busy(true);
       if (asking.tool === ACP) said.textContent = run ? "Allowing…" : "Not allowing it…";
       else if (asking.tool === SEND_OUTSIDE) said.textContent = run ? "Sending…" : "Not sending it…";
+      else if (asking.tool === CONTINUE) said.textContent = run ? "Continuing…" : "Not continuing it…";
       else said.textContent = run ? "Running…" : "Not running it…";
       const words = await actions.answer(asking.call_id, run);
       if (words) {
@@ -128,29 +130,37 @@ export function approvals(actions, announce, refocus) {
       }
     };
     const sending = asking.tool === SEND_OUTSIDE;
+    const going = asking.tool === CONTINUE; // the kernel asks to continue the round
     const coding = asking.tool === ACP; // a coding agent's permission question
     const cell = CELL_TOOLS.has(asking.tool) ? cellChange(asking) : null;
-    const yes = coding ? "Allow" : sending ? "Send" : cell ? cell.words.yes : "Run";
-    const nope = coding ? "Don't allow" : sending ? "Don't send" : cell ? cell.words.no : "Don't run";
+    const yes = coding ? "Allow" : sending ? "Send" : going ? "Continue" : cell ? cell.words.yes : "Run";
+    const nope = coding ? "Don't allow" : sending ? "Don't send" : going ? "Don't continue" : cell ? cell.words.no : "Don't run";
     const run_ = h("button", { type: "button", class: "conch-button conch-run", text: yes, onclick: () => answer(true) });
     const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: nope, onclick: () => answer(false) });
     // Exactly what would go out or run, in full, as text.
     const shownText = coding ? asking.detail || "" : sending ? asking.text || "" : asking.code || "";
     const label = coding ? "What it will do" : sending ? "The words" : "The code";
     const head_ = coding ? acpHead(asking) : null;
-    const code = cell ? cell.code : h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
-    const headWords = head_
-      ? [h("span", { class: "conch-who", text: head_.who }), head_.wants, h("span", { class: "conch-acp-title", text: head_.title })]
-      : cell
-        ? [h("span", { class: "conch-who", text: who }), cell.words.head]
-        : sending
-          ? [
-              h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
-              " send these words to ",
-              h("span", { class: "conch-who", text: who }),
-              " (an outside agent)?",
-            ]
-          : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
+    const code = going ? null : cell ? cell.code : h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
+    const headWords = going
+      ? [
+          h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
+          " continue the round, from ",
+          h("span", { class: "conch-who", text: and(asking.names || []) || "the agent next on the floor" }),
+          ", with fresh bounds?",
+        ]
+      : head_
+        ? [h("span", { class: "conch-who", text: head_.who }), head_.wants, h("span", { class: "conch-acp-title", text: head_.title })]
+        : cell
+          ? [h("span", { class: "conch-who", text: who }), cell.words.head]
+          : sending
+            ? [
+                h("span", { class: "conch-kernel-mark", text: "From the notebook's kernel:" }),
+                " send these words to ",
+                h("span", { class: "conch-who", text: who }),
+                " (an outside agent)?",
+              ]
+            : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
       {
@@ -183,6 +193,7 @@ export function approvals(actions, announce, refocus) {
       shown.set(asking.call_id, node);
       el.append(node);
       if (asking.tool === ACP) announce(acpAnnouncement(asking));
+      else if (asking.tool === CONTINUE) announce("The notebook's kernel asks to continue the round. Continue or Don't continue are below the chat.");
       else if (asking.tool === SEND_OUTSIDE)
         announce(
           `A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`,

@@ -12,7 +12,8 @@ import { ACP, acpAsking, acpSummary } from "./acp.js";
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
  * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string,
- *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string}} Asking
+ *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string,
+ *   names?: string[]}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -82,7 +83,8 @@ export class ToolState {
       case "event": {
         const event = item.event || {};
         if (event.type === "mode.changed") this.mode = modeOf(event.mode);
-        else if (event.type === "tool.asking" || event.type === "send.asking") this.asking.set(String(event.call_id), askingOf(event));
+        else if (event.type === "tool.asking" || event.type === "send.asking" || event.type === "continue.asking")
+          this.asking.set(String(event.call_id), askingOf(event));
         else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
         else if (event.type === "kernel.idle" && this.stuck?.call_id === String(event.call_id)) this.stuck = null;
         else return false;
@@ -104,12 +106,18 @@ export class ToolState {
 
   /**
    * What to show an approval for, oldest first: runs, and messages from the kernel waiting to
-   * go to an outside agent (`send_outside`). @returns {Asking[]}
+   * go to an outside agent (`send_outside`), and the kernel's request to continue a round
+   * (`continue`). @returns {Asking[]}
    */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === ACP || CELL_TOOLS.has(a.tool));
+    return [...this.asking.values()].filter(
+      (a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === CONTINUE || a.tool === ACP || CELL_TOOLS.has(a.tool),
+    );
   }
 }
+
+/** The notebook's kernel asks to continue a round stopped at its bound (%conch continue). */
+export const CONTINUE = "continue";
 
 /** A message from the notebook's kernel waiting for the user's yes before it goes outside. */
 export const SEND_OUTSIDE = "send_outside";
@@ -134,6 +142,8 @@ function askingOf(event) {
   const { call_id, agent, name, code, outside, text } = event;
   // A message from the kernel waiting to go to an outside agent: who it goes to, the words.
   if (event.type === "send.asking") return { call_id: String(call_id), agent: "", name, tool: SEND_OUTSIDE, outside, text };
+  // The kernel asks to continue the last round: who would have the floor.
+  if (event.tool === CONTINUE) return { call_id: String(call_id), agent: "", tool: CONTINUE, names: (event.names || []).map(String) };
   if (event.tool === ACP) return acpAsking(event); // a coding agent's permission question
   const tool = String(event.tool || "");
   if (CELL_TOOLS.has(tool)) {

@@ -65,3 +65,35 @@ export function spentWords(part) {
   if (!part) return "";
   return part.limit === null || part.limit === undefined ? `${dollars(part.spent)} · no limit` : `${dollars(part.spent)} of ${dollars(part.limit)}`;
 }
+
+/** "$5", "$2.10": whole dollars without their cents. @param {number} usd */
+export function shortDollars(usd) {
+  return dollars(usd).replace(/\.00$/, "");
+}
+
+/**
+ * The offer to continue a round stopped at its bound, with what it cost in sight: the end line
+ * "The round stopped at its bound · 4 replies · $0.84" and the button "Continue (this chat: $2.10
+ * of $5)". A round the chat's limit or the month's budget stopped says so: it goes on once the
+ * limit is raised.
+ * @param {{turns?: number, spent?: number, reason?: string, limit?: string}} continuable what the server offers (its `continuable`)
+ * @param {{spent: number, limit: number | null} | null | undefined} chat the chat's spend against its limit
+ * @returns {{head: string, line: string, button: string}}
+ */
+export function continueWords(continuable, chat) {
+  const turns = Number(continuable.turns) || 0;
+  const spent = Number(continuable.spent) || 0;
+  const count = turns === 1 ? "1 reply" : `${turns} replies`;
+  const line = spent > 0 ? `${count} · ${dollars(spent)}` : count;
+  const at = continuable.reason === "spend" ? LIMIT_WORDS[String(continuable.limit || "round")] : undefined;
+  const head = at || "The round stopped at its bound";
+  if (!chat) return { head, line, button: "Continue" };
+  const limit = chat.limit === null || chat.limit === undefined ? "" : ` of ${shortDollars(chat.limit)}`;
+  return { head, line, button: `Continue (this chat: ${dollars(chat.spent)}${limit})` };
+}
+
+/** @type {Record<string, string>} */
+const LIMIT_WORDS = {
+  chat: "The round stopped at this chat's limit: raise it, then",
+  month: "The round stopped at this month's budget: raise it, then",
+};

@@ -4,9 +4,10 @@ In: jupyterlab-chat's ChatManager says when a chat goes live (`opened`) or is fr
 chat Conch registers its bot users (its agents, outside agents and "Conch") and observes the
 chat's messages (the WebSocket model's observers; under collaboration, the shared document's array
 of messages). A person's message (one the chat received from a client) goes to the rounds as the
-user's words, as the REST API's would; `/stop`, `/allow` and `/deny` go to Stop and to the
-question waiting. Another bot's message is handed to the rounds as someone else's words. Conch's
-own posts are known by the message ids it got back, never by sender.
+user's words, as the REST API's would; `/stop`, `/continue`, `/allow` and `/deny` go to Stop, to
+continuing the round stopped at its bound, and to the question waiting. Another bot's message is
+handed to the rounds as someone else's words. Conch's own posts are known by the message ids it
+got back, never by sender.
 
 Out: Conch follows the room's conversation in the Hub, like an open view, and writes what the
 round does into the chat: each reply as its agent's message, streamed in steps; an outside agent's
@@ -42,7 +43,7 @@ from ..agents.agent_store import AgentStore
 from ..core.errors import ConchError
 from ..notebook.service import NotebookTools
 from ..rounds.driver import RoundService
-from ..rounds.engine import end_why
+from ..rounds.engine import NO_ROUND_WORDS, end_why
 from ..store.chats import Store
 from ..store.hub import Hub
 from .words import (
@@ -54,6 +55,7 @@ from .words import (
     command_in,
     end_line,
     from_elsewhere,
+    how_to_continue,
     initials_of,
     question_line,
     sealed,
@@ -240,6 +242,9 @@ class ChatRooms:
             if conversation_id is None or not self.rounds.stop(conversation_id):
                 self._say(room, "Nothing of Conch's is running here.")
             return
+        if command.name == "continue":
+            self._continue(room, conversation_id)
+            return
         asking = self.tools.asking(conversation_id) if conversation_id is not None else []
         waiting = [str(a["call_id"]) for a in asking]
         if command.call_id is not None:
@@ -257,6 +262,15 @@ class ChatRooms:
             return
         assert conversation_id is not None  # a call id was given or found: there is a chat
         self.tools.answer(conversation_id, call_id, command.name == "allow")  # 409 in words
+
+    def _continue(self, room: _Room, conversation_id: str | None) -> None:
+        """`/continue` from a person: the room's last round, stopped at its bound, goes on with
+        fresh bounds (as Continue in the view); else the rounds' words why not (said by _listen,
+        as any ConchError)."""
+        if conversation_id is None:
+            self._say(room, NO_ROUND_WORDS)
+            return
+        self.rounds.continue_round(conversation_id)  # NothingToContinueError: 409, in words
 
     async def _conversation(self, room: _Room) -> str:
         """The room's conversation, made the first time (titled by the file), its path kept
@@ -341,9 +355,11 @@ class ChatRooms:
                 why = end_why(reason, event.get("limit", "round"))  # type: ignore[arg-type]
                 if said == f"The round ended: {why}.":
                     said = None  # the folded words say it already
-            self._say(room, end_line(str(event.get("words", "")), said, room.round_spent))
+            going_on = how_to_continue(reason, str(event.get("limit", "round")))
+            words = str(event.get("words", ""))
+            self._say(room, end_line(words, said, room.round_spent, going_on))
             room.round_spent = None
-        elif kind in ("tool.asking", "send.asking"):
+        elif kind in ("tool.asking", "send.asking", "continue.asking"):
             self._say(room, question_line(event))
 
     def _delta(self, room: _Room, item: dict[str, Any]) -> None:

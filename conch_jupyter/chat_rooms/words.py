@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ..rounds.engine import CONTINUABLE
+
 Writer = Literal["ours", "person", "other"]
 
 # The chat's action names (jupyterlab_chat.models.ChatMessageAction's values), as plain strings
@@ -47,14 +49,16 @@ def writer_of(action: str, message_id: str, ours: set[str] | frozenset[str]) -> 
 
 @dataclass(frozen=True)
 class Command:
-    """One of Conch's commands, typed by a person: `/stop`, `/allow` or `/deny` (with the
-    question's id when more than one waits)."""
+    """One of Conch's commands, typed by a person: `/stop`, `/continue`, `/allow` or `/deny`
+    (with the question's id when more than one waits)."""
 
-    name: Literal["stop", "allow", "deny"]
+    name: Literal["stop", "continue", "allow", "deny"]
     call_id: str | None = None
 
 
-_COMMAND = re.compile(r"\s*/(stop|allow|deny)(?:\s+([A-Za-z0-9_\-]{1,64}))?\s*", re.IGNORECASE)
+_COMMAND = re.compile(
+    r"\s*/(stop|continue|allow|deny)(?:\s+([A-Za-z0-9_\-]{1,64}))?\s*", re.IGNORECASE
+)
 
 
 def command_in(body: str) -> Command | None:
@@ -63,8 +67,8 @@ def command_in(body: str) -> Command | None:
     if found is None:
         return None
     name = found.group(1).lower()
-    if name == "stop":
-        return None if found.group(2) else Command("stop")
+    if name in ("stop", "continue"):
+        return None if found.group(2) else Command("stop" if name == "stop" else "continue")
     return Command("allow" if name == "allow" else "deny", found.group(2))
 
 
@@ -91,14 +95,27 @@ def question_line(entry: dict[str, object]) -> str:
     return f"**{_plain(who)}** asks to {_plain(what)}{which}.{shown}\n\n{HOW_TO_ANSWER}"
 
 
-def end_line(words: str, said_first: str | None, spent_usd: float | None) -> str:
+def end_line(
+    words: str, said_first: str | None, spent_usd: float | None, going_on: str | None = None
+) -> str:
     """The round's end as one line: what Conch said of it first (when not already in `words`),
-    the folded card's words, and what the round cost."""
+    the folded card's words, what the round cost, and how to continue it (`how_to_continue`)."""
     parts = [said_first] if said_first else []
     parts.append(words)
     if spent_usd:
         parts.append(f"${spent_usd:.4f}")
-    return " · ".join(_plain(p) for p in parts)
+    line = " · ".join(_plain(p) for p in parts)
+    return f"{line} · {going_on}" if going_on else line
+
+
+def how_to_continue(reason: str, limit: str = "round") -> str | None:
+    """What the end line says of going on, for a round that ended at its own bound (None for
+    any other end): `/continue`; at the chat's limit or the month's budget, raise it first."""
+    if reason not in CONTINUABLE:
+        return None
+    if reason == "spend" and limit != "round":
+        return "raise the limit, then `/continue` to go on"
+    return "`/continue` to go on"
 
 
 def from_elsewhere(text: str) -> str:

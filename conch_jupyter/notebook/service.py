@@ -13,6 +13,8 @@ each call, and a yes is a Future only `answer` resolves.
 The same wait for a yes holds a message that came from the kernel before it goes to an outside
 agent (`ask_to_send`: `send.asking`, listed under `asking` as `tool: "send_outside"`): the kernel
 key is held by every piece of code an agent runs, so its words never leave on its own say-so.
+So does the kernel key's request to continue a round stopped at its bound (`ask_to_continue`:
+`continue.asking`, listed as `tool: "continue"`): code an agent runs must not keep a round going.
 
 Stop cancels the turn's task; a call cancelled while asking or running ends `skipped` (a running
 one after a kernel interrupt) and the cancellation goes on. Writing in the chat skips what is
@@ -31,7 +33,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +72,7 @@ from .rules import (
 log = logging.getLogger(__name__)
 
 SEND_OUTSIDE = "send_outside"  # what a message from the kernel waits on before it goes out
+CONTINUE = "continue"  # what the kernel key's request to continue a round waits on
 # The most code one run_code call may carry; longer code is refused whole, never cut (a cut
 # program runs without its end). 100,000 characters is some 25,000 tokens at four a token:
 # beyond what a model sends in one call (its whole output budget is 4k to 64k tokens, and code
@@ -352,6 +355,42 @@ class NotebookTools:
                 conversation_id, "tool.ended", {**ended, "state": state, "seconds": seconds}
             )
         return sent
+
+    def ask_to_continue(
+        self, conversation_id: str, named: list[str], names: list[str]
+    ) -> tuple[str, Awaitable[bool]]:
+        """Ask the user before a round goes on at the kernel key's request (`named`: the ids
+        of the agents on its floor): the call id, listed under `asking` at once, and what
+        stores `continue.asking`, waits for the user's answer and ends it (True for yes).
+        Writing in the chat says no."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        call_id = f"t_{uuid.uuid4().hex[:16]}"
+        entry = {"call_id": call_id, "tool": CONTINUE, "named": named, "names": names}
+        entry |= {"name": "Code in the notebook's kernel", "title": "continue the round"}
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        chat.asking[call_id] = _Asking(entry, answer)
+        return call_id, self._asked_to_continue(conversation_id, chat, entry, answer)
+
+    async def _asked_to_continue(
+        self,
+        conversation_id: str,
+        chat: _ChatTools,
+        entry: dict[str, Any],
+        answer: asyncio.Future[bool],
+    ) -> bool:
+        call_id = entry["call_id"]
+        started = self.clock()
+        yes = False
+        try:
+            await self._event(conversation_id, "continue.asking", entry)
+            yes = await answer
+        finally:
+            chat.asking.pop(call_id, None)
+            seconds = round(max(self.clock() - started, 0.0), 3)
+            state = "ran" if yes else "skipped"
+            ended = {"call_id": call_id, "tool": CONTINUE, "state": state, "seconds": seconds}
+            await self._event(conversation_id, "tool.ended", ended)
+        return yes
 
     async def ask_permission(self, conversation_id: str, entry: dict[str, Any]) -> bool:
         """Wait for the user's yes to a coding agent's permission question (`entry`: call_id,

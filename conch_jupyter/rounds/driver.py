@@ -9,31 +9,42 @@ order, so two messages sent at once are both kept and answered in order, and the
 locked out: writing ends a running round after its running reply, and Stop ends it at once,
 cancelling the model stream, the outside call, or the agent's run in the kernel.
 
+A round that ended at its own bound can be continued by the user (`continue_round`: a new round,
+every bound fresh, from whoever had the floor next; the engine's `continuation` decides whether
+it may); with the kernel key it asks the user in the chat first (`ask_to_continue`).
+
 Rounds live in memory only: a restart forgets them, and the chat stays with whoever spoke last.
+The module stays whole past 500 lines: one runner per chat takes messages, continued rounds,
+Stop and the engine's decisions in one place, and splitting it would spread a chat's live state
+over modules that must then share it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import Agent, AgentStore
 from ..core.deadlines import settle
+from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..core.names import clashes
 from ..notebook.rules import NOTEBOOK_TOOLS
-from ..notebook.service import NotebookTools
+from ..notebook.service import NotAsking, NotebookTools
 from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (
     Ask,
     Broke,
+    Continuation,
     Decision,
     End,
+    NothingToContinue,
     NotSent,
     OutsideAnswered,
     ProviderFailed,
@@ -45,11 +56,12 @@ from .engine import (
     Stop,
     TurnRefused,
     UserWrote,
+    continuation,
     end_event,
     end_why,
 )
 from .history import HISTORY_MESSAGES, Said, system_prompt
-from .live_chat import LiveChat, NextTurn, Room
+from .live_chat import Continued, LastRound, LiveChat, NextTurn, Room
 from .mentions import read_mentions, unclear_note, unknown_mentions, unknown_note
 from .outside_turn import OutsideTurns
 from .prompts import not_sent_note, outside_refused_note, turn_note
@@ -71,6 +83,15 @@ log = logging.getLogger(__name__)
 class ChatNotFound(NotFound):
     """No chat with that id among those the caller may use (a door chat is not yours to post
     in): 404 `not_found`, as the store's NotFound."""
+
+
+class NothingToContinueError(ConchError):
+    """The chat's last round cannot be continued (now), in words: 409 `nothing_to_continue`."""
+
+    status = 409
+
+    def __init__(self, words: str) -> None:
+        super().__init__("nothing_to_continue", words)
 
 
 class RoundService:
@@ -108,6 +129,7 @@ class RoundService:
         message = await self.store.add_message(conversation_id, "user", text, via=via)
         self._publish_message(message)
         chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
+        self._wrote_since(chat)
         if chat.round is not None and chat.round.taking_turns:
             chat.round.handle(UserWrote())
         self.tools.skip_asking(conversation_id)  # writing skips what waits for a yes
@@ -125,7 +147,68 @@ class RoundService:
         await self.store.set_taint(conversation_id, {"kind": "person", "by": name})
         message = await self.store.add_message(conversation_id, "outside", text, agent=name)
         self._publish_message(message)
+        self._wrote_since(self._chats.setdefault(conversation_id, LiveChat(conversation_id)))
         return message
+
+    def continue_round(self, conversation_id: str) -> list[str]:
+        """The user continues the chat's last round, stopped at its bound: a new round, every
+        bound fresh, from whoever had the floor next; the ids of the agents on its floor.
+        NothingToContinueError (409, in words) when it cannot be continued now. Only the user's
+        own request (the page, or the token) comes here: the kernel key asks first."""
+        self._require(conversation_id)
+        chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
+        going_on = self._continuation(chat)
+        last, chat.last = chat.last, None
+        assert last is not None  # a continuation comes only from a last round
+        message = last.message
+        if chat.asking is not None:  # the kernel's question to continue is answered by this
+            with contextlib.suppress(NotAsking):
+                self.tools.answer(conversation_id, chat.asking[0], False)
+        self._publish_continuable(chat)
+        chat.inbox.put_nowait(Continued(going_on, message))
+        if chat.runner is None or chat.runner.done():
+            chat.runner = asyncio.create_task(self._drain(chat), name=f"conch-chat-{chat.id}")
+        room = self._room()
+        return [room.id_of(n) for n in going_on.named]
+
+    def ask_to_continue(self, conversation_id: str) -> str:
+        """The kernel key asks to continue (every piece of code an agent runs holds it, so it
+        may not keep a round going by itself): the chat asks the user (`continue.asking`, listed
+        under `asking` as `tool: "continue"`), and only the user's yes there continues the
+        round. The call id; NothingToContinueError (409) when there is nothing to continue."""
+        self._require(conversation_id)
+        chat = self._chats.setdefault(conversation_id, LiveChat(conversation_id))
+        going_on = self._continuation(chat)
+        if chat.asking is not None and not chat.asking[1].done():
+            return chat.asking[0]  # asked already: the same question
+        room = self._room()
+        named = [room.id_of(n) for n in going_on.named]
+        call_id, answered = self.tools.ask_to_continue(conversation_id, named, list(going_on.named))
+        task = asyncio.create_task(self._continue_if_yes(chat, answered))
+        chat.asking = (call_id, task)
+        return call_id
+
+    def continuable_json(self, conversation_id: str) -> dict[str, Any] | None:
+        """What the view offers to continue: the last round's floor, how it ended and what it
+        cost, while it can be continued; None otherwise. (A chat at its limit is offered it too,
+        and the request says to raise the limit first.)"""
+        chat = self._chats.get(conversation_id)
+        last = chat.last if chat is not None else None
+        if last is None or last.wrote_since:
+            return None
+        decided = continuation(last.end, wrote_since=False)
+        if not isinstance(decided, Continuation):
+            return None
+        room = self._room()
+        made: dict[str, Any] = {
+            "named": [room.id_of(n) for n in decided.named],
+            "reason": last.end.reason,
+            "turns": last.end.turns,
+            "spent": round(last.spent_usd, 6),
+        }
+        if last.end.reason == "spend":
+            made["limit"] = last.end.limit
+        return made
 
     def stop(self, conversation_id: str) -> bool:
         """End the running round (or lone reply) at once. False when nothing was running."""
@@ -197,6 +280,7 @@ class RoundService:
             "budget": self.budget_json(conversation_id),
             "round": self.round_state(conversation_id),
             "busy": self.busy(conversation_id),
+            "continuable": self.continuable_json(conversation_id),
             **self.tools.chat_json(conversation),  # asking, working, mode_words
             # Who is who, so a view needs no other call to name everyone (issue 10).
             "roster": self.roster_json(room),
@@ -282,6 +366,7 @@ class RoundService:
     async def close(self) -> None:
         """End every runner; used when the server stops. Rounds are not resumed later."""
         tasks = [c.runner for c in self._chats.values() if c.runner and not c.runner.done()]
+        tasks += [c.asking[1] for c in self._chats.values() if c.asking and not c.asking[1].done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -291,19 +376,26 @@ class RoundService:
 
     async def _drain(self, chat: LiveChat) -> None:
         while not chat.inbox.empty():
-            message = chat.inbox.get_nowait()
+            item = chat.inbox.get_nowait()
+            message = item.message if isinstance(item, Continued) else item
             try:
-                await self._answer(chat, message)
+                if isinstance(item, Continued):
+                    await self._continue(chat, item)
+                else:
+                    await self._answer(chat, item)
             except asyncio.CancelledError:
                 raise
             except StoreError as error:
                 # Storage refused (a full disk): say it where it can be seen, keep serving.
                 log.warning("Conch: chat %s could not be stored: %s", chat.id, error)
-                await self._end_broken(chat, f"Conch could not store this answer: {error}")
+                words = f"Conch could not store this answer: {error}"
+                await self._end_broken(chat, message, words)
             except Exception:
                 log.exception("Conch: answering a message in chat %s failed", chat.id)
                 await self._end_broken(
-                    chat, "Something went wrong inside Conch while answering; see the server log."
+                    chat,
+                    message,
+                    "Something went wrong inside Conch while answering; see the server log.",
                 )
             finally:
                 chat.round, chat.running, chat.reply, chat.visible = None, None, None, False
@@ -349,13 +441,75 @@ class RoundService:
         if chat.visible:
             # After start(), so a Stop while this is stored ends the round it stops.
             await self._event(chat.id, "round.started", {"named": [room.id_of(n) for n in named]})
+        await self._play(chat, room, decision, message)
+
+    async def _continue(self, chat: LiveChat, continued: Continued) -> None:
+        """A round the user continued: every bound fresh, its floor queue as the last one left
+        it, answering the message that began that one."""
+        self.tools.new_message(chat.id)
+        room = self._room()
+        roster = Roster(ours=tuple(a.name for a in room.agents), outside=tuple(room.outside))
+        floor = continued.going_on.floor
+        named = [w.name for w in floor]
+        chat.round, chat.visible = Round(named=named, roster=roster, floor=floor), True
+        decision = chat.round.start()
+        started = {"named": [room.id_of(n) for n in named], "continues": True}
+        await self._event(chat.id, "round.started", started)
+        await self._play(chat, room, decision, continued.message)
+
+    async def _play(self, chat: LiveChat, room: Room, decision: Decision, message: Message) -> None:
+        """Turn after turn, as the engine decides, to the round's end."""
         while not isinstance(decision, End):
             self._publish_round(chat)
             if isinstance(decision, Ask):
                 decision = await self._ask(chat, room, decision, message)
             else:
                 decision = await self._speak(chat, room, decision, message)
-        await self._finish(chat, decision)
+        await self._finish(chat, decision, message)
+
+    def _continuation(self, chat: LiveChat) -> Continuation:
+        """The engine's say on continuing the chat's last round now (under the chat's limit and
+        the month's budget, as for the first turn it would give); refused: 409 in words."""
+        last = chat.last
+        limit_now = None
+        if last is not None and last.end.floor:
+            first = last.end.floor[0].name
+            agent = next((a for a in self._room().agents if a.name == first), None)
+            if agent is not None:
+                refused = turn_refusal(self.store, self.budget, agent, chat.id, self.clock())
+                limit_now = refused.limit if refused is not None else None
+        decided = continuation(
+            last.end if last is not None else None,
+            wrote_since=last is not None and last.wrote_since,
+            limit_now=limit_now if limit_now != "round" else None,
+            running=self.busy(chat.id),
+        )
+        if isinstance(decided, NothingToContinue):
+            raise NothingToContinueError(decided.words)
+        return decided
+
+    async def _continue_if_yes(self, chat: LiveChat, answered: Awaitable[bool]) -> None:
+        """The kernel's request to continue, once the user answered it in the chat."""
+        try:
+            if await answered:
+                try:
+                    self.continue_round(chat.id)
+                except NothingToContinueError as refused:
+                    await self._try_note(chat.id, f"Not continued: {refused.message}")
+        except StoreError as error:
+            log.warning("Conch: chat %s: the question to continue failed: %s", chat.id, error)
+        finally:
+            chat.asking = None
+
+    def _wrote_since(self, chat: LiveChat) -> None:
+        """Someone wrote in the chat: its last round can no longer be continued."""
+        if chat.last is not None and not chat.last.wrote_since:
+            chat.last.wrote_since = True
+            self._publish_continuable(chat)
+
+    def _publish_continuable(self, chat: LiveChat) -> None:
+        continuable = self.continuable_json(chat.id)
+        self.hub.publish(chat.id, {"type": "continuable", "continuable": continuable})
 
     def _room(self) -> Room:
         outside = self.outside.list() if self.outside is not None else []
@@ -534,7 +688,7 @@ class RoundService:
             ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,
         )
 
-    async def _end_broken(self, chat: LiveChat, words: str) -> None:
+    async def _end_broken(self, chat: LiveChat, message: Message, words: str) -> None:
         """A failure inside Conch stopped the answer: the round still ends, with its reason
         (`error`, unless it had already ended for another) in a round.ended event, and the words
         in a note. Each is tried on its own: the store may be what failed."""
@@ -544,12 +698,16 @@ class RoundService:
         if rnd is None or not chat.visible or rnd.phase == "new":
             return  # a lone reply, or a round that never started: no round to end
         end = rnd.handle(Broke(words))
+        chat.last = LastRound(end, message, rnd.spent_usd)  # continued: never (an error)
         try:
             await self._event(chat.id, "round.ended", end_event(end))
         except StoreError:
             log.warning("Conch: chat %s: the round's end was not stored", chat.id)
 
-    async def _finish(self, chat: LiveChat, end: End) -> None:
+    async def _finish(self, chat: LiveChat, end: End, message: Message) -> None:
+        if chat.visible:  # how it ended, before anything is stored: continuing goes by it
+            assert chat.round is not None
+            chat.last = LastRound(end, message, chat.round.spent_usd)
         if end.reason == "outside":
             speaker = end.speakers[-1] if end.speakers else "An agent"
             await self._note(chat.id, outside_refused_note(speaker, end.named_outside))
@@ -562,6 +720,8 @@ class RoundService:
         self.hub.publish(chat.id, {"type": "round", "round": None})
         if chat.visible:
             await self._event(chat.id, "round.ended", end_event(end))
+            if self.continuable_json(chat.id) is not None:  # it was None while the round ran
+                self._publish_continuable(chat)
         chat.round = None  # only now: if storing the end failed, _end_broken stores it again
 
     # --- small pieces ---

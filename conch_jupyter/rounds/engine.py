@@ -27,7 +27,15 @@ Rules (spec 0112, "A round"):
 - Ended while you were waiting: after Stop, the outcome of the turn that was running still
   arrives (the reply kept so far, its spend, the outside answer or failure). It changes nothing,
   and the answer is the End that Stop decided, so the driver never checks the phase itself.
-- Why a round ended is an EndReason; end_why says it in words, end_words sums it up.
+- Why a round ended is an EndReason; end_why says it in words, end_words sums it up, naming
+  only the agents who answered (one whose turn a limit refused did not).
+- Continue (DESIGN.md, "Continue a round stopped at its bound"): a round that ended at one of
+  its own bounds (replies, speaker, loop, or its own $1) keeps, in its End, whoever had the
+  floor next (`End.floor`: the agents its last reply handed to, then those still waiting from
+  the user's message). `continuation` decides whether the user may go on from there: only
+  after such an end, only if nobody wrote since, and never past the chat's limit or the
+  month's budget ("raise the limit first"). `Round(..., floor=...)` is the new round, every
+  bound fresh, the floor queue as it was.
 
 Nothing here imports asyncio, tornado or httpx; there is no clock or id source inside. An event
 that does not fit the current phase raises RoundError and changes nothing.
@@ -235,6 +243,9 @@ class End:
     named_outside: tuple[str, ...] = ()
     words: str = ""
     limit: SpendLimit = "round"  # which limit a "spend" end reached
+    # Whoever had the floor next when it ended, in order (a turn a limit refused first): where a
+    # continued round begins.
+    floor: tuple[Waiting, ...] = ()
 
 
 def end_event(end: End) -> dict[str, object]:
@@ -252,6 +263,84 @@ def end_event(end: End) -> dict[str, object]:
 
 Decision = Speak | Ask | End
 
+# --- continuing a round stopped at its bound ------------------------------------------------
+
+# The ends a user may continue from: the round's own bounds, and "spend" (its own $1 at once; the
+# chat's limit or the month's budget once raised: `continuation`'s `limit_now` says no till then).
+CONTINUABLE: frozenset[EndReason] = frozenset({"replies", "speaker", "loop", "spend"})
+
+# Why a round cannot be continued, in words, by how it ended.
+NOT_CONTINUED_WORDS: dict[EndReason, str] = {
+    "done": "The last round finished by itself: nobody was waiting for the floor.",
+    "you": "The last round ended because you wrote; your message started what came next.",
+    "stopped": "You stopped the last round; mention the agents to start a new one.",
+    "outside": "The last round ended at a message for an outside agent, which only you can "
+    "send: write to it yourself.",
+    "error": "The last round ended with an error; mention the agents to start a new one.",
+}
+# The chat's limit or the month's budget, when it would refuse the first turn of a continued
+# round: the user raises it first.
+ChatLimit = Literal["chat", "month"]
+RAISE_LIMIT_WORDS: dict[ChatLimit, str] = {
+    "chat": "This chat is at its spending limit: raise the limit first (in the chat's header),"
+    " then continue.",
+    "month": "This month's spending is at its budget: raise the limit first (the month's budget"
+    " in Settings), then continue.",
+}
+NO_ROUND_WORDS = "There is no round to continue: none has ended here since the server started."
+WROTE_SINCE_WORDS = "There is no round to continue: a message came since the last round ended."
+RUNNING_WORDS = "Conch is answering in this chat now: continue once the round has ended."
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Go on from where a round stopped at its bound: its floor queue, and the end it left."""
+
+    floor: tuple[Waiting, ...]
+    after: End
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return tuple(w.name for w in self.floor)
+
+
+@dataclass(frozen=True)
+class NothingToContinue:
+    """Why the user cannot continue now, in words (409 `nothing_to_continue`)."""
+
+    words: str
+
+
+def continuation(
+    last: End | None,
+    *,
+    wrote_since: bool,
+    limit_now: ChatLimit | None = None,
+    running: bool = False,
+) -> Continuation | NothingToContinue:
+    """Whether the user may continue the chat's last round, and from where.
+
+    `last`: how the chat's last round ended (None: no round ended since the server started);
+    `wrote_since`: anyone wrote in the chat after it ended (a person, the kernel, another bot);
+    `limit_now`: the chat's limit or the month's budget, when it would refuse the first turn now
+    (a round that stopped at one of them goes on once it is raised); `running`: the chat is
+    answering now (a round, a continued one included). Only a user's request gets here: nothing
+    an agent writes continues a round."""
+    if running:
+        return NothingToContinue(RUNNING_WORDS)
+    if last is None:
+        return NothingToContinue(NO_ROUND_WORDS)
+    if wrote_since:
+        return NothingToContinue(WROTE_SINCE_WORDS)
+    if last.reason not in CONTINUABLE:
+        return NothingToContinue(NOT_CONTINUED_WORDS[last.reason])
+    if limit_now is not None:
+        return NothingToContinue(RAISE_LIMIT_WORDS[limit_now])
+    if not last.floor:  # a bound is only ever reached with someone waiting; kept for safety
+        return NothingToContinue(NOT_CONTINUED_WORDS["done"])
+    return Continuation(last.floor, last)
+
+
 Phase = Literal["new", "speaking", "asking", "ended"]
 
 
@@ -267,10 +356,13 @@ class Roster:
         return name in self.outside and name not in self.ours
 
 
-@dataclass
-class _Waiting:
+@dataclass(frozen=True)
+class Waiting:
+    """One agent in the floor queue, and whose reply handed the floor to it (None: the user's
+    message named it)."""
+
     name: str
-    handed_by: str | None
+    handed_by: str | None = None
 
 
 @dataclass
@@ -281,6 +373,9 @@ class Round:
     roster: Roster
     handing_on: bool = True
     limits: RoundLimits = ROUND_LIMITS
+    # A round that continues one stopped at its bound: its floor queue as that one left it
+    # (`named` then lists the same agents).
+    floor: tuple[Waiting, ...] = ()
 
     phase: Phase = "new"
     speaker: str | None = None
@@ -288,12 +383,13 @@ class Round:
     spent_usd: float = 0.0
     ending_for_user: bool = False
     ended: End | None = None
-    _queue: list[_Waiting] = field(default_factory=list)
+    _queue: list[Waiting] = field(default_factory=list)
     _per_speaker: Counter[str] = field(default_factory=Counter)
     _swaps: Counter[frozenset[str]] = field(default_factory=Counter)
     _order: list[str] = field(default_factory=list)
     _last: str | None = None
     _stopped_turn: str | None = None  # who had the floor when Stop came
+    _turn: Waiting | None = None  # the turn running now, as it was queued
 
     # --- reading the state ---
 
@@ -308,7 +404,8 @@ class Round:
 
     @property
     def speakers(self) -> tuple[str, ...]:
-        """Everyone who has had the floor, in order of first turn."""
+        """Everyone who answered (a reply counted), in order of first reply; an agent whose
+        turn a limit refused, or who was stopped before saying anything, is not among them."""
         return tuple(self._order)
 
     def snapshot(self) -> dict[str, object]:
@@ -325,9 +422,10 @@ class Round:
         if self.phase != "new":
             raise RoundError("the round has already started")
         known = set(self.roster.ours) | set(self.roster.outside)
-        for name in self.named:
-            if name in known and name not in self.waiting:
-                self._queue.append(_Waiting(name, None))
+        queued = self.floor or tuple(Waiting(name) for name in self.named)
+        for waiting in queued:
+            if waiting.name in known and waiting.name not in self.waiting:
+                self._queue.append(waiting)
         return self._next()
 
     @overload
@@ -365,6 +463,8 @@ class Round:
             return self._end("error", words=event.words)
         if isinstance(event, TurnRefused):
             self._expect_speaker(event.speaker)
+            if self._turn is not None:  # the refused turn is still theirs to take
+                self._queue.insert(0, self._turn)
             return self._end("spend", words=event.words, limit=event.limit)
         if isinstance(event, OutsideAnswered | NotSent):
             if self.phase != "asking":
@@ -383,7 +483,7 @@ class Round:
             if outside:
                 return self._end("outside", named_outside=outside)
             handed = [n for n in named if n != event.speaker]
-            self._queue = [_Waiting(n, event.speaker) for n in handed] + [
+            self._queue = [Waiting(n, event.speaker) for n in handed] + [
                 w for w in self._queue if w.name not in handed
             ]
         return self._next()
@@ -410,6 +510,8 @@ class Round:
         self.replies += 1
         self._per_speaker[name] += 1
         self._last = name
+        if name not in self._order:
+            self._order.append(name)
 
     def _next(self) -> Decision:
         if self.ending_for_user:
@@ -429,9 +531,7 @@ class Round:
         if pair is not None:
             self._swaps[pair] += 1
         self._queue.pop(0)
-        self.speaker = nxt.name
-        if nxt.name not in self._order:
-            self._order.append(nxt.name)
+        self.speaker, self._turn = nxt.name, nxt
         turn = self.replies + 1
         if self.roster.is_outside(nxt.name):
             self.phase = "asking"
@@ -447,8 +547,9 @@ class Round:
         words: str = "",
         limit: SpendLimit = "round",
     ) -> End:
+        floor = tuple(self._queue)  # whoever had the floor next
         self.phase = "ended"
-        self.speaker = None
+        self.speaker, self._turn = None, None
         self._queue.clear()
-        self.ended = End(reason, self.replies, self.speakers, named_outside, words, limit)
+        self.ended = End(reason, self.replies, self.speakers, named_outside, words, limit, floor)
         return self.ended

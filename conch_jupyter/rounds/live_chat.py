@@ -1,6 +1,7 @@
 """What is live while Conch answers in a chat (driver.py's RoundService drives it): the chat's
 inbox, its round and the reply being made (LiveChat), the engine's step taken as a reply was
-stored (NextTurn), and who can be named meanwhile (Room). Nothing here is stored."""
+stored (NextTurn), who can be named meanwhile (Room), and how the chat's last round ended, for
+the user to continue it (LastRound, Continued). Nothing here is stored."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from ..agents.agent_store import Agent
 from ..store.chats import Message
-from .engine import Decision, Round
+from .engine import Continuation, Decision, End, Round
 from .turn import Reply
 
 
@@ -19,7 +20,8 @@ class LiveChat:
     """What is live in one chat: its inbox of user messages and the round running now."""
 
     id: str
-    inbox: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
+    # The user's messages, and the rounds the user continued, answered in order.
+    inbox: asyncio.Queue[Message | Continued] = field(default_factory=asyncio.Queue)
     runner: asyncio.Task[None] | None = None
     round: Round | None = None
     visible: bool = False  # a round the user started by mentioning, not a plain reply
@@ -29,6 +31,30 @@ class LiveChat:
     reply: Reply | None = None
     # The engine's step after the reply just made, taken as it was stored (RoundService._ahead).
     next: NextTurn | None = None
+    # How the chat's last round ended, to continue it from (None: none since the server started).
+    last: LastRound | None = None
+    # The kernel key's request to continue, asking the user in the chat: its call id and task.
+    asking: tuple[str, asyncio.Task[None]] | None = None
+
+
+@dataclass
+class LastRound:
+    """The chat's last round as it ended: its end (with whoever had the floor next), the
+    message that began it (a continued round answers the same one), what it spent, and whether
+    anyone wrote in the chat since (then it cannot be continued)."""
+
+    end: End
+    message: Message
+    spent_usd: float
+    wrote_since: bool = False
+
+
+@dataclass(frozen=True)
+class Continued:
+    """A round the user continued, queued in the chat's inbox like a message."""
+
+    going_on: Continuation
+    message: Message
 
 
 @dataclass(frozen=True)

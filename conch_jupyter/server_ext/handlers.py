@@ -3,8 +3,9 @@
 Each handler parses (pydantic), calls a service and serialises; errors are base.py's one JSON
 shape, and bad input never becomes a 500. Requests are authenticated by Jupyter (token, or cookie
 + XSRF) or by the kernel key in X-Conch-Kernel-Key, which is good here and nowhere else, and
-here only to read, to make a chat and write in it, and to stop a round (`kernel_writes`; every
-kernel holds that key, and so does every piece of code an agent runs). Saying yes, changing a
+here only to read, to make a chat and write in it, to stop a round and to ask to continue one
+(`kernel_writes`; every kernel holds that key, and so does every piece of code an agent runs).
+Saying yes, continuing a round without asking, changing a
 chat's mode, undoing an agent's write to a cell, and interrupting or restarting the kernel when
 an agent's code did not stop are the user's own. A message the kernel key posts is kept as sent
 from the kernel (`via`).
@@ -334,6 +335,24 @@ class StopHandler(ConchHandler):
         self.reply({"stopped": self.conch.rounds.stop(conversation_id)})
 
 
+class ContinueHandler(ConchHandler):
+    """`POST …/round/continue`: the user continues the chat's last round, stopped at its bound
+    (202 `{named, continues: true}`; 409 `nothing_to_continue` in words). The kernel key may
+    only ask: 202 `{asking: call_id}`, and the chat asks the user, whose yes on their own page
+    (`POST …/tools/{call_id}`) goes on."""
+
+    kernel_writes = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized
+    def post(self, conversation_id: str) -> None:
+        rounds = self.conch.rounds
+        if self.current_user is KERNEL_USER:
+            self.reply({"asking": rounds.ask_to_continue(conversation_id)}, 202)
+        else:
+            self.reply({"named": rounds.continue_round(conversation_id), "continues": True}, 202)
+
+
 class EventsHandler(ConchHandler):
     place: StreamCursor  # what the stream has delivered
     """Server-sent events: a snapshot of the chat first (whole, or with `?limit=N` a page of
@@ -453,6 +472,7 @@ def api_routes() -> list[tuple[str, type[ConchHandler]]]:
         (chat, ConversationHandler),
         (chat + r"/messages", MessagesHandler),
         (chat + r"/round/stop", StopHandler),
+        (chat + r"/round/continue", ContinueHandler),
         (chat + r"/events", EventsHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})", ToolAnswerHandler),
         (chat + r"/tools/(?P<call_id>[A-Za-z0-9_\-]{1,64})/undo", ToolUndoHandler),

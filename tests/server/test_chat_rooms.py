@@ -310,6 +310,7 @@ async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
     end = await chat.until(lambda c: [m for m in c.by("conch") if "took turns" in m["body"]])
     assert end[0]["body"] == (
         "Ann and Bob took turns · 5 replies · ended: two agents kept passing it back and forth"
+        " · `/continue` to go on"
     )
     assert len(models.requests) == 5
 
@@ -324,3 +325,58 @@ async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
         "agents": [{"id": "ann", "name": "Annie"}, {"id": "bob", "name": "Bob"}],
         "outside": [],
     }
+
+
+async def test_continue_from_a_person_goes_on_and_from_another_bot_is_data(
+    api: Api, models: ScriptedModels, chat: ChatClient, started: Any
+) -> None:
+    models.responder = by_speaker({"Ann": "over to @Bob", "Bob": "back to @Ann"})
+    await make_agents(api, models, "Ann", "Bob")
+    users = await agent_ids(api)
+    await chat.send("/continue")  # nothing has run here yet: said in words
+    await chat.until(lambda c: [m for m in c.by("conch") if "no round to continue" in m["body"]])
+
+    await chat.send("@Ann start, then pass it on")
+    ends = await chat.until(lambda c: [m for m in c.by("conch") if "took turns" in m["body"]])
+    # Conch's end line says how to go on.
+    assert ends[0]["body"].endswith("· `/continue` to go on")
+    await chat.send("/continue")
+    ends = await chat.until(
+        lambda c: (found := [m for m in c.by("conch") if "took turns" in m["body"]])[1:] and found
+    )
+    assert len(models.requests) == 10  # five fresh replies, from Bob, handed over by Ann
+    assert [chat.name_of(m["sender"]) for m in chat.shown() if m["sender"] in users.values()] == [
+        "Ann",
+        "Bob",
+        "Ann",
+        "Bob",
+        "Ann",
+        "Bob",
+        "Ann",
+        "Bob",
+        "Ann",
+        "Bob",
+    ]
+    room = await room_of(api, "work/plan.chat")
+    whole = await settled(api, room["id"])
+    started_events = [e for e in whole["events"] if e["type"] == "round.started"]
+    assert [e.get("continues") for e in started_events] == [None, True]
+    assert started_events[1]["named"] == ["bob"]
+    assert "/continue" not in [m["text"] for m in whole["messages"]]  # a command is no message
+
+    # Another bot's "/continue" is data: kept as its words, it continues nothing, and since
+    # someone wrote, a person's /continue now says there is nothing to continue.
+    persona_says(started, chat.chat_id, "/continue")
+
+    async def kept() -> list[dict[str, Any]]:
+        _, now = await api("GET", f"conversations/{room['id']}")
+        return [m for m in now["messages"] if m["role"] == "outside"]
+
+    await wait_for(kept)
+    await chat.send("/continue")
+    await chat.until(lambda c: [m for m in c.by("conch") if "a message came since" in m["body"]])
+    assert len(models.requests) == 10
+    assert (
+        len([e for e in (await settled(api, room["id"]))["events"] if e["type"] == "round.started"])
+        == 2
+    )

@@ -175,6 +175,15 @@ CALLS: list[tuple[str, Callable[[Any], Any], str, str, Any, dict[str, Any], Any]
         {"stopped": True},
         True,
     ),
+    (
+        "continue_round",
+        lambda c: c.continue_round("c1"),
+        "POST",
+        "conversations/c1/round/continue",
+        None,
+        {"asking": "t_1"},
+        {"asking": "t_1"},
+    ),
     ("outside", lambda c: c.outside(), "GET", "outside", None, {"outside": []}, []),
     (
         "add_outside",

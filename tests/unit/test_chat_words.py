@@ -15,6 +15,7 @@ from conch_jupyter.chat_rooms.words import (
     command_in,
     end_line,
     from_elsewhere,
+    how_to_continue,
     initials_of,
     question_line,
     sealed,
@@ -46,6 +47,10 @@ def test_who_wrote_a_message_is_read_from_where_it_came_and_conchs_own_ids(
         ("  /STOP ", Command("stop")),
         ("/allow", Command("allow")),
         ("/deny t_0123abcd", Command("deny", "t_0123abcd")),
+        ("/continue", Command("continue")),
+        (" /Continue ", Command("continue")),
+        ("/continue t_1", None),
+        ("please /continue", None),
         ("/allow t_1 please", None),
         ("/stop now", None),
         ("please /stop", None),
@@ -117,3 +122,27 @@ def test_a_message_sent_through_the_api_is_shown_as_text() -> None:
     assert from_elsewhere("@Writer <img src=x>") == (
         "*Sent from Conch's view or API:* @Writer &lt;img src=x&gt;"
     )
+
+
+@pytest.mark.parametrize(
+    ("reason", "limit", "said"),
+    [
+        ("replies", "round", "`/continue` to go on"),
+        ("speaker", "round", "`/continue` to go on"),
+        ("loop", "round", "`/continue` to go on"),
+        ("spend", "round", "`/continue` to go on"),
+        ("spend", "chat", "raise the limit, then `/continue` to go on"),
+        ("spend", "month", "raise the limit, then `/continue` to go on"),
+        ("done", "round", None),
+        ("you", "round", None),
+        ("stopped", "round", None),
+        ("outside", "round", None),
+        ("error", "round", None),
+    ],
+)
+def test_the_end_line_says_how_to_continue_after_a_bound_only(
+    reason: str, limit: str, said: str | None
+) -> None:
+    assert how_to_continue(reason, limit) == said
+    words = "Ann and Bob took turns · 5 replies"
+    assert end_line(words, None, None, said) == (f"{words} · {said}" if said else words)

@@ -223,7 +223,7 @@ def test_a_turn_the_chats_limits_refuse_says_which_limit_not_the_rounds(
     assert end_event(end) == {
         "turns": 1,
         "reason": "spend",
-        "words": f"Researcher and Writer took turns · 1 reply · ended: {why}",
+        "words": f"Researcher answered · 1 reply · ended: {why}",
         "limit": limit,
     }
     assert "$1" not in str(end_event(end)["words"])
