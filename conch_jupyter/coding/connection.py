@@ -22,7 +22,7 @@ import os
 import signal
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import acp
@@ -31,12 +31,30 @@ from acp import schema
 from .. import __version__
 from ..core.text import clean_text
 from .mcp import McpBinding
+from .meter import Meter
 from .rules import AskingSetup, mode_to_leave
 
 log = logging.getLogger(__name__)
 
 STDERR_LINE = 2_000
 _LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line: a long diff is one long line
+
+# What an agent may send about a session (ACP's `session/update`), as the SDK parses it.
+SessionUpdate = (
+    schema.UserMessageChunk
+    | schema.AgentMessageChunk
+    | schema.AgentThoughtChunk
+    | schema.ToolCallStart
+    | schema.ToolCallProgress
+    | schema.AgentPlanUpdate
+    | schema.AgentPlanContentUpdate
+    | schema.AgentPlanRemovedUpdate
+    | schema.AvailableCommandsUpdate
+    | schema.CurrentModeUpdate
+    | schema.ConfigOptionUpdate
+    | schema.SessionInfoUpdate
+    | schema.UsageUpdate
+)
 
 
 @dataclass
@@ -49,12 +67,12 @@ class ChatSession:
     name: str
     session_id: str = ""
     open: bool = False  # live on the agent's current process
-    spoke: bool = False  # it has had a prompt: the next one needs only what came since
-    heard: str | None = None  # the id of the newest message it was given
+    prompted: bool = False  # a prompt of it was accepted: the next one needs only what came since
+    last_given: str | None = None  # the id of the newest message an accepted prompt gave it
     turn: Any = None  # the running turn (sessions.py's _Turn), if any
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     stopped: bool = False  # a turn of it was stopped: what it still sends belongs to no turn
-    cost_seen: float = 0.0  # the session's cumulative cost as the agent last reported it
+    meter: Meter = field(default_factory=Meter)  # its cumulative cost, in this opening
     mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
     binding: McpBinding | None = None
     used: float = 0.0  # when its last turn began (the least recently used is closed first)
@@ -63,10 +81,13 @@ class ChatSession:
 class Dispatch(Protocol):
     """What the turn side does with what an agent sends (sessions.py's CodingAgents)."""
 
-    def on_update(self, session: ChatSession, update: Any) -> None: ...
+    def on_update(self, session: ChatSession, update: SessionUpdate) -> None: ...
 
     async def on_permission(
-        self, session: ChatSession, tool_call: Any, options: list[Any]
+        self,
+        session: ChatSession,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
     ) -> schema.RequestPermissionResponse: ...
 
 
@@ -84,13 +105,17 @@ class _Client:
     def on_connect(self, conn: Any) -> None:
         pass
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+    async def session_update(self, session_id: str, update: SessionUpdate, **kwargs: Any) -> None:
         session = self.process.by_id(session_id)
         if session is not None:
             self.process.dispatch.on_update(session, update)
 
     async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+        self,
+        session_id: str,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
+        **kwargs: Any,
     ) -> schema.RequestPermissionResponse:
         session = self.process.by_id(session_id)
         if session is None:
@@ -206,9 +231,10 @@ class AgentProcess:
 
     async def open(self, session: ChatSession, cwd: str, mcp_servers: list[Any]) -> None:
         """Open the chat's session on this process: its earlier one taken up again where the
-        agent can (`session/resume`, else `session/load`), else a new one (then `spoke` is
+        agent can (`session/resume`, else `session/load`), else a new one (then `prompted` is
         reset: the turn gives it the chat's history)."""
         meta = self.setup.meta if self.setup is not None else {}
+        session.meter.open()  # every opening's cost figure starts at 0 (meter.py)
         made: Any = None
         if session.session_id and self.capable("resume"):
             with contextlib.suppress(acp.RequestError):
@@ -227,7 +253,7 @@ class AgentProcess:
         if made is None:
             made = await self.conn.new_session(cwd=cwd, mcp_servers=mcp_servers, **meta)
             session.session_id = str(made.session_id)
-            session.spoke, session.heard = False, None
+            session.prompted, session.last_given = False, None
         session.open = True
         self.sessions[session.session_id] = session
         await self._leave_skipping_mode(session, made)
