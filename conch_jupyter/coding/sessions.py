@@ -2,8 +2,9 @@
 
 Owns running a turn, and which process and session a turn runs on. The rooms it leans on, each
 holding one job: connection.py the process and its sessions, turn.py the running turn (what it
-heard, the watch, and the one event that ends it early), meter.py what the agent's cumulative cost
-reports come to per opening of a session, rules.py the rules.
+heard, and the one event that ends it early), watch.py what ends it from outside its answer (a
+change made unasked, the quiet clock), meter.py what the agent's cumulative cost reports come to
+per opening of a session, rules.py the rules.
 
 One process per coding agent, whatever the number of chats; one ACP session per chat on it, opened
 on the chat's first turn; at most `live_sessions` open at once (the least recently used with no turn
@@ -82,7 +83,8 @@ from .rules import (
     unasked_words,
     workdir,
 )
-from .turn import REPLY_CHARS, CodingTurn, ReportedCall, TurnEnd, question_title, what_it_ran
+from .turn import REPLY_CHARS, CodingTurn, ReportedCall, question_title, what_it_ran
+from .watch import until_ended, watch_call
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +191,13 @@ class CodingAgents:
             process.conn.prompt(session_id=session.session_id, prompt=[acp.text_block(prompt_text)])
         )
         try:
-            why = await self._until_ended(turn, prompt)
+            why = await until_ended(
+                turn,
+                prompt,
+                quiet_seconds=self.quiet_seconds,
+                clock=self.clock,
+                user_asked=lambda: self._asks_the_user(turn),
+            )
             if why == "unasked":
                 assert turn.unasked is not None
                 self._end_turn(process, session, turn, prompt)
@@ -240,29 +248,6 @@ class CodingAgents:
             if session.turn is turn:
                 session.turn = None
             self._idle_later(process)
-
-    async def _until_ended(self, turn: CodingTurn, prompt: asyncio.Future[Any]) -> TurnEnd | None:
-        """Wait for the prompt's answer (None) or what ends the turn first. The quiet clock
-        runs from what the agent last sent, and stops while a question of its turn waits for
-        the user: its own permission question, or one of Conch's notebook tools it called (and
-        once that is answered, the agent has a whole quiet period again)."""
-        waited = False  # a question waited for the user when the clock last ran out
-        while True:
-            left = self.quiet_seconds - (self.clock() - turn.last_sent)
-            await asyncio.wait(
-                {prompt, turn.ending}, timeout=max(left, 0.0), return_when=asyncio.FIRST_COMPLETED
-            )
-            if turn.ending.done():
-                return turn.ending.result()
-            if prompt.done():
-                return None
-            if self.clock() - turn.last_sent < self.quiet_seconds:
-                continue  # it sent something meanwhile
-            if turn.questions_waiting or self._asks_the_user(turn) or waited:
-                waited = bool(turn.questions_waiting or self._asks_the_user(turn))
-                turn.last_sent = self.clock()
-                continue
-            return "quiet"
 
     def _asks_the_user(self, turn: CodingTurn) -> bool:
         """Whether one of Conch's own tools, called by this turn's agent, waits for the user."""
@@ -566,7 +551,8 @@ class CodingAgents:
                 self._taint(session, turn)
             conversation = self.store.get_conversation(turn.conversation_id)
             if conversation is not None:
-                turn.watch(call, mode=conversation.mode, tainted=conversation.tainted is not None)
+                tainted = conversation.tainted is not None
+                watch_call(turn, call, mode=conversation.mode, tainted=tainted)
             if call.status in ("completed", "failed") and not call.logged:
                 self._line(turn, call, tool_state(call.status, stopped=False))
         elif isinstance(update, schema.AgentPlanUpdate):

@@ -4,8 +4,7 @@ It holds what the turn has heard from the agent, and the one event that ends it 
 - its words, streamed on at once (`on_text`) and counted against the reply's bound: past it the
   turn ends `flooded`; its thoughts, kept for one folded line; its plan;
 - its tool calls as reported so far (`ReportedCall`, merged from each report by `call_of`);
-- the watch: a changing call reported done without having asked, where the chat wanted a
-  question, ends it `unasked` (`watch`, by rules.acted_unasked);
+- the call the watch found changing something unasked (`unasked`; watch.py judges it);
 - its share of the meter: what it has cost so far by the agent's own reports (`add_cost`), told
   to the caller's `on_cost`, which ends it `bound` once a spend bound is reached;
 - the quiet clock's mark (`last_sent`) and how many of its questions wait for the user.
@@ -14,7 +13,7 @@ It holds what the turn has heard from the agent, and the one event that ends it 
 it beside the prompt's answer, so whatever ends a turn is acted on as it happens, never polled.
 No I/O: the lines it leaves and the taint it brings are stored by the owner.
 
-May import: core, store (its rows), notebook (the rules), coding's rules.
+May import: core, notebook (the rules), coding's rules.
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ from acp import schema
 from ..core.text import clean_text
 from ..notebook.rules import Ending
 from ..notebook.service import Caller
-from ..store.rows import Mode
-from .rules import TOOL_LINES, about_of, acted_unasked, command_of, conch_tool, detail_of
+from .rules import TOOL_LINES, about_of, command_of, conch_tool, detail_of
 
 # All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
 REPLY_CHARS = 2_000_000
@@ -118,22 +116,6 @@ class CodingTurn:
         self.cost_usd = (self.cost_usd or 0.0) + usd
         if self.on_cost(self.cost_usd):
             self.end("bound")
-
-    def watch(self, call: ReportedCall, *, mode: Mode, tainted: bool) -> None:
-        """Trust, but watch: a changing call it runs without having asked, where the chat wanted
-        a question, ends the turn (the owner says so in words)."""
-        if call.conch is not None or self.unasked is not None:
-            return  # Conch's own tools judge themselves, each call
-        if acted_unasked(
-            mode=mode,
-            tainted=tainted or self.tainted,
-            kind=call.kind,
-            status=call.status,
-            asked=call.asked,
-            command=call.command or None,
-        ):
-            self.unasked = call
-            self.end("unasked")
 
     def call_of(self, update: ToolReport) -> ReportedCall:
         """The tool call a report is about, with what this report adds to it."""
