@@ -689,16 +689,17 @@ async def test_the_chats_limit_ends_a_running_turn_and_then_refuses_the_next(api
     assert replies(chat) == []
 
 
-@pytest.mark.parametrize("then", ["crash", "hang", "flood", "act", "stop"])
+@pytest.mark.parametrize("then", ["crash", "hang", "flood", "act", "fail", "stop"])
 async def test_a_turn_is_billed_what_it_reported_however_it_ends(
     api: Api, jp_serverapp: Any, then: str
 ) -> None:
-    """Stopped, ended by the watch, flooded, hung or crashed: billed what the agent reported."""
+    """Stopped, ended by the watch, flooded, hung, crashed or failed: billed what the agent
+    reported."""
     coding = conch_of(jp_serverapp).coding
     coding.reply_chars = 50_000
     await add_coder(api)
     chat_id = await coding_chat(api, mode="ask")
-    after = {"crash": "crash", "hang": "hang", "flood": "flood 400", "act": "act"}
+    after = {"crash": "crash", "hang": "hang", "flood": "flood 400", "act": "act", "fail": "fail"}
     await say(api, chat_id, f"@Coder acp:spend 0.10 3 {after.get(then, 'ignore-cancel')}")
     if then == "stop":
 

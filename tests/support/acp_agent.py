@@ -16,7 +16,8 @@ newest text a prompt holds) says what this turn does:
                           report the session's cumulative cost <n> times, <step> dollars more
                           each time, a word streamed before each; it stops at `session/cancel`.
                           Then, if named: `crash`, `hang`, `flood`, `act` or `ignore-cancel`
-                          (as those marks do), else end the turn
+                          (as those marks do), `fail` (answer the prompt with an error), else
+                          end the turn
     acp:think             a thought, a plan, a read tool call that completes, then a line
     acp:ignore-cancel     stream a little, then go on for 30 s whatever `session/cancel` says
     acp:crash             stream a little, then exit (code 3) mid-reply
@@ -153,6 +154,8 @@ class ScriptedAgent:
                 await say(f"step {i + 1}. ")
                 await self._report(session_id, float(step))
                 await asyncio.sleep(0.05)  # the pace of a working agent
+            if then == ["fail"]:
+                raise acp.RequestError(-32603, "the model refused")
             if then:
                 return await self.prompt([acp.text_block(f"acp:{' '.join(then)}")], session_id)
         elif what == "think":
