@@ -27,17 +27,25 @@ from typing import Any, Protocol, cast
 
 import acp
 from acp import schema
+from acp.client.connection import ClientSideConnection
 
 from .. import __version__
 from ..core.text import clean_text
 from .mcp import McpBinding
 from .meter import Meter
 from .rules import AskingSetup, mode_to_leave
+from .turn import CodingTurn
 
 log = logging.getLogger(__name__)
 
 STDERR_LINE = 2_000
 _LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line: a long diff is one long line
+
+# The MCP servers a session is offered (Conch offers its own notebook tools over HTTP).
+McpServer = schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio
+
+# What opening a session answers: resumed, loaded or new.
+Opened = schema.ResumeSessionResponse | schema.LoadSessionResponse | schema.NewSessionResponse
 
 # What an agent may send about a session (ACP's `session/update`), as the SDK parses it.
 SessionUpdate = (
@@ -69,7 +77,7 @@ class ChatSession:
     open: bool = False  # live on the agent's current process
     prompted: bool = False  # a prompt of it was accepted: the next one needs only what came since
     last_given: str | None = None  # the id of the newest message an accepted prompt gave it
-    turn: Any = None  # the running turn (sessions.py's _Turn), if any
+    turn: CodingTurn | None = None  # the running turn, if any
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     stopped: bool = False  # a turn of it was stopped: what it still sends belongs to no turn
     meter: Meter = field(default_factory=Meter)  # its cumulative cost, in this opening
@@ -145,9 +153,9 @@ class AgentProcess:
         self.dispatch = dispatch
         self.fingerprint = fingerprint  # its provider as started: a changed one starts anew
         self.stack = AsyncExitStack()
-        self.conn: Any = None  # acp.ClientSideConnection
+        self.conn: ClientSideConnection = cast("ClientSideConnection", None)  # made by start()
         self.process: asyncio.subprocess.Process | None = None
-        self.hello: Any = None
+        self.hello: schema.InitializeResponse | None = None
         self.dead = False
         self.sessions: dict[str, ChatSession] = {}  # open on this process, by session id
         self.lock = asyncio.Lock()  # one open or close at a time
@@ -229,13 +237,13 @@ class AgentProcess:
         capabilities = getattr(self.hello, "agent_capabilities", None)
         return bool(getattr(getattr(capabilities, "mcp_capabilities", None), "http", False))
 
-    async def open(self, session: ChatSession, cwd: str, mcp_servers: list[Any]) -> None:
+    async def open(self, session: ChatSession, cwd: str, mcp_servers: list[McpServer]) -> None:
         """Open the chat's session on this process: its earlier one taken up again where the
         agent can (`session/resume`, else `session/load`), else a new one (then `prompted` is
         reset: the turn gives it the chat's history)."""
         meta = self.setup.meta if self.setup is not None else {}
         session.meter.open()  # every opening's cost figure starts at 0 (meter.py)
-        made: Any = None
+        made: Opened | None = None
         if session.session_id and self.capable("resume"):
             with contextlib.suppress(acp.RequestError):
                 made = await self.conn.resume_session(
@@ -267,7 +275,7 @@ class AgentProcess:
             with contextlib.suppress(Exception):
                 await self.conn.close_session(session_id=session.session_id)
 
-    async def _leave_skipping_mode(self, session: ChatSession, made: Any) -> None:
+    async def _leave_skipping_mode(self, session: ChatSession, made: Opened) -> None:
         """An agent that starts in a mode that skips questions (its user's `defaultMode`) is
         moved out of it, through its session modes or its `mode` config option."""
         modes = getattr(made, "modes", None)
@@ -318,7 +326,7 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
         await asyncio.wait_for(process.wait(), timeout=5.0)
 
 
-async def _close_connection(conn: Any) -> None:
+async def _close_connection(conn: ClientSideConnection) -> None:
     with contextlib.suppress(Exception):
         await conn.close()
 

@@ -61,7 +61,7 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
-from .connection import AgentProcess, ChatSession, SessionUpdate, cancelled
+from .connection import AgentProcess, ChatSession, McpServer, SessionUpdate, cancelled
 from .mcp import McpEndpoint
 from .meter import reported_usd
 from .rules import (
@@ -439,7 +439,7 @@ class CodingAgents:
         log.info("Conch: %s was idle for %g s; ending it", process.name, self.idle_seconds)
         self._end(process)
 
-    def _mcp_servers(self, process: AgentProcess, session: ChatSession) -> list[Any]:
+    def _mcp_servers(self, process: AgentProcess, session: ChatSession) -> list[McpServer]:
         """The notebook's tools for this session, when the agent takes MCP over HTTP and the
         server's address is known: one server, bound to this chat and agent by its own key."""
         url = self.mcp.url() if self.mcp is not None else None
@@ -481,7 +481,7 @@ class CodingAgents:
         process: AgentProcess,
         session: ChatSession,
         turn: CodingTurn,
-        prompt: asyncio.Future[Any],
+        prompt: asyncio.Future[schema.PromptResponse],
         grace: float | None = None,
     ) -> None:
         """Stop's path (and a flood's, a hang's, a change made unasked): `session/cancel` now,
@@ -501,7 +501,7 @@ class CodingAgents:
         self,
         process: AgentProcess,
         session: ChatSession,
-        prompt: asyncio.Future[Any],
+        prompt: asyncio.Future[schema.PromptResponse],
         grace: float,
     ) -> None:
         try:
@@ -559,18 +559,17 @@ class CodingAgents:
             turn.hear_plan(update.entries)
 
     def _cost(self, session: ChatSession, update: schema.UsageUpdate) -> None:
-        """The meter: a cost report moves the session's figure on, whether or not a turn runs
-        (a loaded session's replay is no turn's); what it grew by is the running turn's, which
-        then hears what it has cost so far, and ends at the bound."""
-        figure = reported_usd(update.cost)
-        if figure is None:
-            return
-        grown = session.meter.grew(figure)
+        """The meter: a cost report of a running turn moves the session's figure on, and what it
+        grew by is the turn's, which then hears what it has cost so far (and ends at a bound).
+        A report while no turn runs (a loaded session's replay of its old total) moves nothing:
+        each opening's base stays at 0, and growth reported between turns is billed to the
+        next turn of the same opening, never lost."""
         turn = session.turn
-        if turn is None or turn.stopping:
+        figure = reported_usd(update.cost)
+        if figure is None or turn is None or turn.stopping:
             return
         turn.last_sent = self.clock()
-        turn.add_cost(grown)
+        turn.add_cost(session.meter.grew(figure))
 
     def _taint(self, session: ChatSession, turn: CodingTurn) -> None:
         """A fetch brings someone else's words into the agent: the chat is tainted, as after an

@@ -716,13 +716,15 @@ async def test_a_turn_is_billed_what_it_reported_however_it_ends(
     assert (entry["agent"], entry["estimated"]) == ("coder", False)
 
 
+@pytest.mark.parametrize("opening", ["ACP_TEST_RESUME", "ACP_TEST_LOAD"])
 async def test_each_opening_of_a_session_starts_its_cost_base_at_zero(
-    api: Api, jp_serverapp: Any
+    api: Api, jp_serverapp: Any, opening: str
 ) -> None:
     """claude-agent-acp's figure starts again for every session it opens (a new one after Stop,
-    a resumed one after the idle end): no turn is billed less than its own reports show."""
+    a resumed or loaded one after the idle end): no turn is billed less than its own reports
+    show, and a loaded session's replay of its old total is no turn's bill."""
     coding = conch_of(jp_serverapp).coding
-    await add_coder(api, env=coder_env(ACP_TEST_RESUME="1"))
+    await add_coder(api, env=coder_env(**{opening: "1"}))
     chat_id = await coding_chat(api)
     await say(api, chat_id, "@Coder acp:usage")
     chat = await settled(api, chat_id, 30)
@@ -757,6 +759,7 @@ async def test_each_opening_of_a_session_starts_its_cost_base_at_zero(
     chat = await settled(api, chat_id, 30)
     assert session.session_id == kept  # taken up again, not a new session
     assert [e["usd"] for e in chat["spend"]] == pytest.approx([0.25, 0.25, 0.25, 0.25])
+    assert "replayed words" not in replies(chat)[-1]
 
 
 # --- nothing leaks on a bad answer; the quiet clock; the newest message given ---

@@ -33,7 +33,8 @@ Anything else: "Hello from the coding agent." Its stderr gets a line per prompt 
 
 Its cost figure is kept per opening of a session, as claude-agent-acp's is: a new, resumed or
 loaded session starts at $0. With ACP_TEST_RESUME=1 it offers `session/resume` (any session id,
-as an adapter that keeps its sessions on disk does). With ACP_TEST_REPORTS=<file> it appends a
+as an adapter that keeps its sessions on disk does), with ACP_TEST_LOAD=1 `session/load` (which
+replays a word and an old total of $9.75 first). With ACP_TEST_REPORTS=<file> it appends a
 line `<cumulative USD> <time.time()>` to that file as it sends each cost report.
 
 With ACP_TEST_GARBAGE=initialize (or session/new) it answers that request with JSON that is not
@@ -79,7 +80,11 @@ class ScriptedAgent:
         closing = schema.SessionCapabilities(close=schema.SessionCloseCapabilities())
         if os.environ.get("ACP_TEST_RESUME"):
             closing.resume = schema.SessionResumeCapabilities()
-        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp, session_capabilities=closing)
+        capabilities = schema.AgentCapabilities(
+            mcp_capabilities=mcp,
+            session_capabilities=closing,
+            load_session=bool(os.environ.get("ACP_TEST_LOAD")),
+        )
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION, agent_capabilities=capabilities
         )
@@ -108,6 +113,23 @@ class ScriptedAgent:
         print(f"scripted agent: closed {session_id}", file=sys.stderr, flush=True)
         self.closed.append(session_id)
         return schema.CloseSessionResponse()
+
+    async def load_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> schema.LoadSessionResponse:
+        """Loaded from "disk": it replays the old turn (its words and the old total, as a
+        client may be sent them), then counts from $0, as claude-agent-acp does."""
+        self.cwd[session_id] = cwd
+        self.mcp[session_id] = kwargs.get("mcp_servers") or []
+        self.prompts.setdefault(session_id, 0)
+        await self._say(session_id)("replayed words")
+        old = schema.Cost(amount=9.75, currency="USD")
+        await self.conn.session_update(
+            session_id,
+            schema.UsageUpdate(session_update="usage_update", used=1, size=200_000, cost=old),
+        )
+        self.cost[session_id] = 0.0
+        return schema.LoadSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
