@@ -10,10 +10,13 @@ machine's load falls on both alike:
   and room prompt, `CodingAgents` (the kept session, the chunks streamed to the Hub, the tool
   lines), the reply stored in SQLite (WAL, synchronous=FULL) and billed.
 
-Each turn the agent streams three chunks of a short reply (`acp:say`) or asks and is allowed an
+Each turn the agent streams three chunks of a short reply (`acp:say`), asks and is allowed an
 edit (`acp:edit`, in an Auto chat: a permission question answered by the rules, and its tool
-line stored). The overhead is Conch's median minus the bare median, per kind of turn; the
-ratio of the medians beside it. Prints; never asserts on speed.
+line stored), or reports its cost five times as it works (`acp:spend`: the meter, issue 37).
+The meter watches every one of Conch's turns, as a round's do: each cost reported is checked
+against the round's $1, the chat's limit and the month's budget (spend.py's `running_refusal`,
+on the real ledger) and becomes the reply's bill. The overhead is Conch's median minus the bare
+median, per kind of turn; the ratio of the medians beside it. Prints; never asserts on speed.
 
 `--agent codex` (or `claude`) runs the real adapter from tests/support/acp_adapters (installed
 with `npm ci` when missing) against a scripted model on loopback instead: a short reply, and a
@@ -44,7 +47,9 @@ from conch_jupyter.coding.rules import asking_setup
 from conch_jupyter.coding.sessions import CodingAgents
 from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.notebook.service import NotebookTools
+from conch_jupyter.rounds.engine import Roster, Round
 from conch_jupyter.rounds.history import Said
+from conch_jupyter.rounds.spend import Budget, running_refusal
 from conch_jupyter.rounds.turn import Reply, TurnInput, Turns
 from conch_jupyter.store.chats import Store
 from conch_jupyter.store.hub import Hub
@@ -54,7 +59,11 @@ from tests.support.scripted_models import ScriptedModels
 from ._machine import code_line, disk_line, load_line, machine_line, summarize
 
 AGENT = str(Path(acp_agent.__file__).resolve())
-SCRIPTS = {"say": "acp:say a short reply in three chunks", "edit": "acp:edit"}
+SCRIPTS = {
+    "say": "acp:say a short reply in three chunks",
+    "edit": "acp:edit",
+    "cost": "acp:spend 0.001 5",
+}
 
 
 class _Bare:
@@ -140,6 +149,15 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
         await store.set_mode(chat, "auto")
         bare = _Bare()
         times: dict[tuple[str, str], list[int]] = {}
+        # The meter watching, as in a round: its $1, the chat's limit, the month's budget.
+        rnd = Round(named=["Coder"], roster=Roster(ours=("Coder",)))
+        rnd.start()
+        budget = Budget()
+        metered: dict[str, int] = {}
+
+        def check(cost: float) -> Any:
+            return running_refusal(store, budget, agent, chat, time.time(), rnd, cost)
+
         # The bare client runs the same program with the same arguments and environment.
         setup = asking_setup(provider["command"], provider["args"])
         args = [*provider["args"], *(setup.args if setup else ())]
@@ -154,11 +172,16 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
                     began = time.perf_counter_ns()
                     await conn.prompt(session_id=session, prompt=[acp.text_block(script)])
                     bare_ns = time.perf_counter_ns() - began
-                    turn = TurnInput(chat, agent, "You are Coder.", said, script, ("Coder",))
+                    turn = TurnInput(
+                        chat, agent, "You are Coder.", said, script, ("Coder",), spend_check=check
+                    )
                     began = time.perf_counter_ns()
                     reply = await runner.take(turn, Reply())
                     conch_ns = time.perf_counter_ns() - began
                     assert reply.failure is None, reply.failure
+                    assert reply.refusal is None, reply.refusal
+                    if reply.reported_usd is not None:
+                        metered[kind] = metered.get(kind, 0) + 1
                     if i >= warmup:
                         times.setdefault((kind, "bare"), []).append(bare_ns)
                         times.setdefault((kind, "conch"), []).append(conch_ns)
@@ -167,7 +190,9 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
         store.close()
         if models is not None:
             models.__exit__(None, None, None)
-        print(f"\n{turns} turns of each kind, after {warmup} warm-up turns; interleaved\n")
+        print(f"\n{turns} turns of each kind, after {warmup} warm-up turns; interleaved")
+        reported = ", ".join(f"{k} {metered.get(k, 0)}" for k in scripts)
+        print(f"turns that reported a cost (the meter billed them): {reported}\n")
         for kind in scripts:
             floor = summarize(times[(kind, "bare")])
             ours = summarize(times[(kind, "conch")])

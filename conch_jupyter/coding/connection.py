@@ -22,21 +22,47 @@ import os
 import signal
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import acp
 from acp import schema
+from acp.client.connection import ClientSideConnection
 
 from .. import __version__
 from ..core.text import clean_text
 from .mcp import McpBinding
+from .meter import Meter
 from .rules import AskingSetup, mode_to_leave
+from .turn import CodingTurn
 
 log = logging.getLogger(__name__)
 
 STDERR_LINE = 2_000
 _LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line: a long diff is one long line
+
+# The MCP servers a session is offered (Conch offers its own notebook tools over HTTP).
+McpServer = schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio
+
+# What opening a session answers: resumed, loaded or new.
+Opened = schema.ResumeSessionResponse | schema.LoadSessionResponse | schema.NewSessionResponse
+
+# What an agent may send about a session (ACP's `session/update`), as the SDK parses it.
+SessionUpdate = (
+    schema.UserMessageChunk
+    | schema.AgentMessageChunk
+    | schema.AgentThoughtChunk
+    | schema.ToolCallStart
+    | schema.ToolCallProgress
+    | schema.AgentPlanUpdate
+    | schema.AgentPlanContentUpdate
+    | schema.AgentPlanRemovedUpdate
+    | schema.AvailableCommandsUpdate
+    | schema.CurrentModeUpdate
+    | schema.ConfigOptionUpdate
+    | schema.SessionInfoUpdate
+    | schema.UsageUpdate
+)
 
 
 @dataclass
@@ -49,12 +75,12 @@ class ChatSession:
     name: str
     session_id: str = ""
     open: bool = False  # live on the agent's current process
-    spoke: bool = False  # it has had a prompt: the next one needs only what came since
-    heard: str | None = None  # the id of the newest message it was given
-    turn: Any = None  # the running turn (sessions.py's _Turn), if any
+    prompted: bool = False  # a prompt of it was accepted: the next one needs only what came since
+    last_given: str | None = None  # the id of the newest message an accepted prompt gave it
+    turn: CodingTurn | None = None  # the running turn, if any
     ending: asyncio.Task[None] | None = None  # Stop's grace, then the kill
     stopped: bool = False  # a turn of it was stopped: what it still sends belongs to no turn
-    cost_seen: float = 0.0  # the session's cumulative cost as the agent last reported it
+    meter: Meter = field(default_factory=Meter)  # its cumulative cost, in this opening
     mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
     binding: McpBinding | None = None
     used: float = 0.0  # when its last turn began (the least recently used is closed first)
@@ -63,10 +89,13 @@ class ChatSession:
 class Dispatch(Protocol):
     """What the turn side does with what an agent sends (sessions.py's CodingAgents)."""
 
-    def on_update(self, session: ChatSession, update: Any) -> None: ...
+    def on_update(self, session: ChatSession, update: SessionUpdate) -> None: ...
 
     async def on_permission(
-        self, session: ChatSession, tool_call: Any, options: list[Any]
+        self,
+        session: ChatSession,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
     ) -> schema.RequestPermissionResponse: ...
 
 
@@ -84,13 +113,17 @@ class _Client:
     def on_connect(self, conn: Any) -> None:
         pass
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+    async def session_update(self, session_id: str, update: SessionUpdate, **kwargs: Any) -> None:
         session = self.process.by_id(session_id)
         if session is not None:
             self.process.dispatch.on_update(session, update)
 
     async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+        self,
+        session_id: str,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
+        **kwargs: Any,
     ) -> schema.RequestPermissionResponse:
         session = self.process.by_id(session_id)
         if session is None:
@@ -120,9 +153,9 @@ class AgentProcess:
         self.dispatch = dispatch
         self.fingerprint = fingerprint  # its provider as started: a changed one starts anew
         self.stack = AsyncExitStack()
-        self.conn: Any = None  # acp.ClientSideConnection
+        self.conn: ClientSideConnection = cast("ClientSideConnection", None)  # made by start()
         self.process: asyncio.subprocess.Process | None = None
-        self.hello: Any = None
+        self.hello: schema.InitializeResponse | None = None
         self.dead = False
         self.sessions: dict[str, ChatSession] = {}  # open on this process, by session id
         self.lock = asyncio.Lock()  # one open or close at a time
@@ -204,12 +237,13 @@ class AgentProcess:
         capabilities = getattr(self.hello, "agent_capabilities", None)
         return bool(getattr(getattr(capabilities, "mcp_capabilities", None), "http", False))
 
-    async def open(self, session: ChatSession, cwd: str, mcp_servers: list[Any]) -> None:
+    async def open(self, session: ChatSession, cwd: str, mcp_servers: list[McpServer]) -> None:
         """Open the chat's session on this process: its earlier one taken up again where the
-        agent can (`session/resume`, else `session/load`), else a new one (then `spoke` is
+        agent can (`session/resume`, else `session/load`), else a new one (then `prompted` is
         reset: the turn gives it the chat's history)."""
         meta = self.setup.meta if self.setup is not None else {}
-        made: Any = None
+        session.meter.open()  # every opening's cost figure starts at 0 (meter.py)
+        made: Opened | None = None
         if session.session_id and self.capable("resume"):
             with contextlib.suppress(acp.RequestError):
                 made = await self.conn.resume_session(
@@ -227,7 +261,7 @@ class AgentProcess:
         if made is None:
             made = await self.conn.new_session(cwd=cwd, mcp_servers=mcp_servers, **meta)
             session.session_id = str(made.session_id)
-            session.spoke, session.heard = False, None
+            session.prompted, session.last_given = False, None
         session.open = True
         self.sessions[session.session_id] = session
         await self._leave_skipping_mode(session, made)
@@ -241,7 +275,7 @@ class AgentProcess:
             with contextlib.suppress(Exception):
                 await self.conn.close_session(session_id=session.session_id)
 
-    async def _leave_skipping_mode(self, session: ChatSession, made: Any) -> None:
+    async def _leave_skipping_mode(self, session: ChatSession, made: Opened) -> None:
         """An agent that starts in a mode that skips questions (its user's `defaultMode`) is
         moved out of it, through its session modes or its `mode` config option."""
         modes = getattr(made, "modes", None)
@@ -292,7 +326,7 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
         await asyncio.wait_for(process.wait(), timeout=5.0)
 
 
-async def _close_connection(conn: Any) -> None:
+async def _close_connection(conn: ClientSideConnection) -> None:
     with contextlib.suppress(Exception):
         await conn.close()
 

@@ -1,30 +1,39 @@
 """CodingAgents: coding agents (Claude Code, Codex, OpenCode… over ACP) taking a turn in a chat.
 
-Owns the turn, and which process and session a turn runs on (connection.py holds the process
-and its sessions). One process per coding agent, whatever the number of chats; one ACP session
-per chat on it, opened on the chat's first turn; at most `live_sessions` open at once (the least
-recently used with no turn running is closed, `session/close`, and taken up again when its chat
-speaks); a process none of whose sessions has a turn running for `idle_seconds` ends, and the
-next turn starts it again and resumes the chat's session. A turn is one `session/prompt`. While
-it runs, the agent's message chunks stream as the reply (`on_text`), its thoughts are kept folded
-in one quiet line, and its tool calls and plan become quiet `tool` messages (`tool: "acp"`,
-title, kind, state). Its permission requests are answered under the chat's mode and taint
-(rules.py); those that ask wait for the user's yes through NotebookTools, so they are listed,
-answered and skipped like a run of the notebook's. A changing tool call it reports done without
-having asked, where the chat wanted a question, ends the turn in words (rules.acted_unasked).
+Owns running a turn, and which process and session a turn runs on. The rooms it leans on, each
+holding one job: connection.py the process and its sessions, turn.py the running turn (what it
+heard, and the one event that ends it early), watch.py what ends it from outside its answer (a
+change made unasked, the quiet clock), meter.py what the agent's cumulative cost reports come to
+per opening of a session, rules.py the rules.
+
+One process per coding agent, whatever the number of chats; one ACP session per chat on it, opened
+on the chat's first turn; at most `live_sessions` open at once (the least recently used with no turn
+running is closed, `session/close`, and taken up again when its chat speaks); a process none of
+whose sessions has a turn running for `idle_seconds` ends, and the next turn starts it again and
+resumes the chat's session. A turn is one `session/prompt`. While it runs, the agent's message
+chunks stream as the reply (`on_text`), its thoughts are kept folded in one quiet line, and its tool
+calls and plan become quiet `tool` messages (`tool: "acp"`, title, kind, state). Its permission
+requests are answered under the chat's mode and taint (rules.py); those that ask wait for the user's
+yes through NotebookTools, so they are listed, answered and skipped like a run of the notebook's. A
+changing tool call it reports done without having asked, where the chat wanted a question, ends the
+turn in words (rules.acted_unasked). Each cost the agent reports (`usage_update`) is metered
+(meter.py) and told to the round (`on_cost`) as the turn's cost so far; at a spend bound the turn is
+cancelled as by Stop. The round bills what it reported however the turn ends.
 
 Stop (`stop`, called by the round before it skips what asks, and any cancellation of the turn)
 sends `session/cancel`, answers the pending permissions `cancelled`, and ends the process group
 if the prompt has not ended CANCEL_GRACE_SECONDS later; the stopped session is not used again
 (the next turn opens a new one given the history). A process that exits mid-turn, or says
-nothing for QUIET_SECONDS while no question waits for the user, ends the turn with a
-ProviderError in words (the round ends with `error`). stderr goes to the server log, never the
-chat.
+nothing for QUIET_SECONDS while no question of its turn waits for the user (its own, or one of
+Conch's notebook tools it called), ends the turn with a ProviderError in words (the round ends
+with `error`); so does an answer that does not parse as ACP, which ends its process group at
+once. The newest message a session was given moves on only once its prompt was accepted.
+stderr goes to the server log, never the chat.
 
-It stays one room past 500 lines: what the agent sends, its questions and the lines it leaves all
-read and write the running turn's state and the chat's store, and split apart they would only
-pass that state back and forth; the process and its sessions live in connection.py, the rules
-in rules.py.
+It stays one room past 500 lines: starting a process and opening a session on it, answering its
+questions and storing the lines a turn leaves all act on the chat's session and its running
+turn together; the turn's own state lives in turn.py, the process in connection.py, the meter in
+meter.py, the rules in rules.py.
 
 May import: core, store, providers, agents, notebook (the rounds import this).
 """
@@ -39,7 +48,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import acp
@@ -52,8 +61,9 @@ from ..notebook.service import Caller, NotebookTools
 from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
-from .connection import AgentProcess, ChatSession, cancelled
+from .connection import AgentProcess, ChatSession, McpServer, SessionUpdate, cancelled
 from .mcp import McpEndpoint
+from .meter import reported_usd
 from .rules import (
     CANCEL_GRACE_SECONDS,
     IDLE_SECONDS,
@@ -63,78 +73,31 @@ from .rules import (
     SERVER_NAME,
     START_SECONDS,
     TOOL_LINES,
-    about_of,
-    acted_unasked,
     asking_setup,
     child_env,
     chosen_option,
-    command_of,
     command_refusal,
-    conch_tool,
-    detail_of,
     no_read_turn,
     permission,
     tool_state,
     unasked_words,
     workdir,
 )
+from .turn import REPLY_CHARS, CodingTurn, ReportedCall, question_title, what_it_ran
+from .watch import until_ended, watch_call
 
 log = logging.getLogger(__name__)
 
 ACP = "acp"  # the tool name of every line an ACP agent's work leaves in the chat
-# All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
-REPLY_CHARS = 2_000_000
-_TICK = 0.25  # how often a waiting turn looks whether the agent went quiet
 
 
 @dataclass(frozen=True)
 class CodingResult:
-    """What an ACP turn leaves besides its text: the usage and cost the agent reported, if any
-    (None: not metered by Conch)."""
+    """What an ACP turn leaves besides its text and its cost (given as it is reported, to
+    `on_cost`): the tokens the agent reported, if any, and why its prompt ended."""
 
     usage: Usage | None = None
-    cost_usd: float | None = None
     stop_reason: str = ""
-
-
-@dataclass
-class _Tool:
-    """One ACP tool call of the turn, as reported so far."""
-
-    id: str
-    title: str = ""
-    kind: str | None = None
-    status: str | None = None
-    detail: str = ""
-    output: str = ""
-    logged: bool = False  # its line is in the chat (an ended call, refused or skipped)
-    ending: Ending | None = None  # decided by Conch: refused / skipped
-    asked: bool = False  # it came through a permission question
-    about: str = ""  # the agent's own words about it (shown apart from the detail)
-    command: str = ""  # the command it runs, if it runs one
-    conch: str | None = None  # the notebook tool Conch offers over MCP that it is, if any
-
-
-@dataclass
-class _Turn:
-    conversation_id: str
-    caller: Caller
-    on_text: Callable[[str], None]
-    heard: float
-    said: int = 0
-    thoughts: list[str] = field(default_factory=list)
-    tools: dict[str, _Tool] = field(default_factory=dict)
-    plan: list[str] | None = None
-    lines: int = 0
-    more: int = 0
-    asking: int = 0  # questions waiting for the user: the quiet clock does not run
-    stopping: bool = False
-    flooded: bool = False
-    # A change it made without asking, where the chat wanted a question: the turn ends.
-    unasked: _Tool | None = None
-    tainted: bool = False
-    cost_usd: float | None = None
-    writes: list[asyncio.Task[Any]] = field(default_factory=list)
 
 
 def _selected(option_id: str | None) -> schema.RequestPermissionResponse:
@@ -195,49 +158,67 @@ class CodingAgents:
         path: str | None,
         place: dict[str, Any] | None,
         on_text: Callable[[str], None],
+        on_cost: Callable[[float], bool] = lambda usd: False,
     ) -> CodingResult:
-        """One turn of `agent` in the chat: one `session/prompt`. `fresh_text(heard)` gives the
+        """One turn of `agent` in the chat: one `session/prompt`. `fresh_text(given)` gives the
         prompt's text and the newest message's id: the recent chat for a new session (None),
-        else what came after the last message this session was given.
+        else what came after the last message this session was given. `on_cost(usd)` hears
+        what the turn has cost so far at each cost the agent reports (its own figure, grown
+        since this opening of the session); once it says a bound is reached the turn is
+        cancelled (Stop's path) and ends with stop reason `cancelled`.
         Raises ProviderError (words) when the agent cannot start, crashes or hangs, acts without
         asking where the chat wanted a question, or may not take a turn in a Read chat."""
         conversation = self.store.get_conversation(conversation_id)
         setup = asking_setup(provider.command, provider.args)
         if setup is None and conversation is not None and conversation.mode == "read":
             raise ProviderError(no_read_turn(agent.name))
-        turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
+        turn = CodingTurn(
+            conversation_id,
+            Caller(agent.id, agent.name, place),
+            on_text,
+            on_cost,
+            self.clock(),
+            asyncio.get_running_loop().create_future(),
+            reply_chars=self.reply_chars,
+        )
         process, session = await self._session(conversation_id, agent, provider, path, turn)
         if session.binding is not None:  # its MCP calls count in this turn, under this place
             session.binding.caller, session.binding.calls = turn.caller, 0
             session.binding.in_turn = True
-        prompt_text, session.heard = fresh_text(session.heard if session.spoke else None)
-        session.spoke = True
+        prompt_text, newest = fresh_text(session.last_given if session.prompted else None)
+        turn.last_sent = self.clock()  # the quiet clock runs from the prompt (start has its own)
         prompt = asyncio.ensure_future(
             process.conn.prompt(session_id=session.session_id, prompt=[acp.text_block(prompt_text)])
         )
         try:
-            while True:
-                done, _ = await asyncio.wait({prompt}, timeout=_TICK)
-                if done and not turn.flooded and turn.unasked is None:
-                    break
-                if turn.unasked is not None:
-                    self._end_turn(process, session, turn, prompt)
-                    self._mark_unasked(session.agent)
-                    what = _what_it_ran(turn.unasked)
-                    raise ProviderError(unasked_words(agent.name, what))
-                if turn.flooded:
-                    self._end_turn(process, session, turn, prompt)
-                    raise ProviderError(
-                        f"{agent.name} said more than {self.reply_chars:,} characters in one"
-                        " reply;"
-                        " Conch stopped it."
-                    )
-                if turn.asking == 0 and self.clock() - turn.heard > self.quiet_seconds:
-                    self._end_turn(process, session, turn, prompt, grace=0.0)
-                    raise ProviderError(
-                        f"{agent.name} said nothing for {self.quiet_seconds:g} seconds mid-turn;"
-                        " Conch ended its process (the next turn starts it again)."
-                    )
+            why = await until_ended(
+                turn,
+                prompt,
+                quiet_seconds=self.quiet_seconds,
+                clock=self.clock,
+                user_asked=lambda: self._asks_the_user(turn),
+            )
+            if why == "unasked":
+                assert turn.unasked is not None
+                self._end_turn(process, session, turn, prompt)
+                self._mark_unasked(session.agent)
+                raise ProviderError(unasked_words(agent.name, what_it_ran(turn.unasked)))
+            if why == "flooded":
+                self._end_turn(process, session, turn, prompt)
+                raise ProviderError(
+                    f"{agent.name} said more than {self.reply_chars:,} characters in one"
+                    " reply;"
+                    " Conch stopped it."
+                )
+            if why == "quiet":
+                self._end_turn(process, session, turn, prompt, grace=0.0)
+                raise ProviderError(
+                    f"{agent.name} said nothing for {self.quiet_seconds:g} seconds mid-turn;"
+                    " Conch ended its process (the next turn starts it again)."
+                )
+            if why == "bound":  # the caller says which bound, in words
+                self._end_turn(process, session, turn, prompt)
+                return CodingResult(None, "cancelled")
             try:
                 response = prompt.result()
             except acp.RequestError as error:
@@ -249,15 +230,14 @@ class CodingAgents:
                 raise ProviderError(
                     f"{agent.name}'s process ended mid-turn{code}; the next turn starts it again."
                 ) from None
+            except (ValueError, TypeError) as error:  # an answer that does not parse
+                raise self._garbage(agent, process, "its prompt's answer", error) from None
+            # Accepted: the next prompt of this session needs only what comes after it.
+            session.prompted, session.last_given = True, newest
             usage = None
             if response.usage is not None:
                 usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
-            # ACP reports the session's cumulative cost: this turn's is what it grew by.
-            cost = None
-            if turn.cost_usd is not None:
-                cost = max(turn.cost_usd - session.cost_seen, 0.0)
-                session.cost_seen = max(session.cost_seen, turn.cost_usd)
-            return CodingResult(usage, cost, str(response.stop_reason))
+            return CodingResult(usage, str(response.stop_reason))
         except asyncio.CancelledError:
             self._end_turn(process, session, turn, prompt)
             raise
@@ -268,6 +248,13 @@ class CodingAgents:
             if session.turn is turn:
                 session.turn = None
             self._idle_later(process)
+
+    def _asks_the_user(self, turn: CodingTurn) -> bool:
+        """Whether one of Conch's own tools, called by this turn's agent, waits for the user."""
+        return any(
+            entry.get("agent") == turn.caller.agent
+            for entry in self.tools.asking(turn.conversation_id)
+        )
 
     def stop(self, conversation_id: str) -> None:
         """Stop pressed: every running ACP turn of the chat is cancelled (its questions answer
@@ -300,7 +287,7 @@ class CodingAgents:
     # --- the process and the chat's session on it ---
 
     async def _session(
-        self, chat: str, agent: Agent, provider: ProviderConfig, path: str | None, turn: _Turn
+        self, chat: str, agent: Agent, provider: ProviderConfig, path: str | None, turn: CodingTurn
     ) -> tuple[AgentProcess, ChatSession]:
         """The agent's process (started when needed) and the chat's session open on it, with
         `turn` as its running turn."""
@@ -321,7 +308,7 @@ class CodingAgents:
                 if session.open:
                     await process.close(session)
                 self._forget_key(session)
-                session.session_id, session.spoke, session.stopped = "", False, False
+                session.session_id, session.prompted, session.stopped = "", False, False
             if not session.open:
                 await self._make_room(process)
                 cwd = workdir(self.root_dir, path)
@@ -332,11 +319,31 @@ class CodingAgents:
                     )
                 except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
                     raise self._not_opened(agent, process, error) from None
+                except (ValueError, TypeError) as error:  # an answer that does not parse
+                    raise self._garbage(agent, process, "its session/new answer", error) from None
             session.turn = turn
             if process.idle is not None:
                 process.idle.cancel()
                 process.idle = None
         return process, session
+
+    def _garbage(
+        self, agent: Agent, process: AgentProcess, what: str, error: BaseException
+    ) -> ProviderError:
+        """An answer that does not parse as ACP: the process group ends (nothing of it is left
+        running), its card and the chat say so, and the next turn starts it afresh."""
+        log.info("Conch: %s sent %s that does not parse: %s", agent.name, what, error)
+        self._end(process)
+        why = f"{what} did not parse as ACP ({type(error).__name__})"
+        self.status[agent.id] = {
+            **{k: v for k, v in self.status.get(agent.id, {}).items() if k == "acts_unasked"},
+            "started": False,
+            "problem": why,
+        }
+        return ProviderError(
+            f"{agent.name} answered with something that is not ACP: {why}. Conch ended its"
+            " process; the next turn starts it afresh."
+        )
 
     def _not_opened(
         self, agent: Agent, process: AgentProcess, error: BaseException
@@ -390,6 +397,8 @@ class CodingAgents:
             raise ProviderError(f"{agent.name} could not start: {words}.") from None
         except (asyncio.TimeoutError, ConnectionError, OSError, acp.RequestError) as error:
             raise self._not_opened(agent, process, error) from None
+        except (ValueError, TypeError) as error:  # an answer that does not parse
+            raise self._garbage(agent, process, "its initialize answer", error) from None
         except asyncio.CancelledError:
             self._end(process)
             raise
@@ -430,7 +439,7 @@ class CodingAgents:
         log.info("Conch: %s was idle for %g s; ending it", process.name, self.idle_seconds)
         self._end(process)
 
-    def _mcp_servers(self, process: AgentProcess, session: ChatSession) -> list[Any]:
+    def _mcp_servers(self, process: AgentProcess, session: ChatSession) -> list[McpServer]:
         """The notebook's tools for this session, when the agent takes MCP over HTTP and the
         server's address is known: one server, bound to this chat and agent by its own key."""
         url = self.mcp.url() if self.mcp is not None else None
@@ -471,8 +480,8 @@ class CodingAgents:
         self,
         process: AgentProcess,
         session: ChatSession,
-        turn: _Turn,
-        prompt: asyncio.Future[Any],
+        turn: CodingTurn,
+        prompt: asyncio.Future[schema.PromptResponse],
         grace: float | None = None,
     ) -> None:
         """Stop's path (and a flood's, a hang's, a change made unasked): `session/cancel` now,
@@ -492,7 +501,7 @@ class CodingAgents:
         self,
         process: AgentProcess,
         session: ChatSession,
-        prompt: asyncio.Future[Any],
+        prompt: asyncio.Future[schema.PromptResponse],
         grace: float,
     ) -> None:
         try:
@@ -513,108 +522,56 @@ class CodingAgents:
 
     # --- what the agent sends (connection.py's Dispatch) ---
 
-    def on_update(self, session: ChatSession, update: Any) -> None:
+    def on_update(self, session: ChatSession, update: SessionUpdate) -> None:
         self._update(session, update)
 
     async def on_permission(
-        self, session: ChatSession, tool_call: Any, options: list[Any]
+        self,
+        session: ChatSession,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
     ) -> schema.RequestPermissionResponse:
         return await self._permission(session, tool_call, options)
 
-    def _update(self, session: ChatSession, update: Any) -> None:
+    def _update(self, session: ChatSession, update: SessionUpdate) -> None:
+        if isinstance(update, schema.UsageUpdate):
+            self._cost(session, update)
+            return
         turn = session.turn
         if turn is None or turn.stopping:
             return  # between turns, or after Stop: nothing it says now goes in the chat
-        turn.heard = self.clock()
-        kind = getattr(update, "session_update", "")
-        if kind == "agent_message_chunk":
-            text = clean_text(getattr(update.content, "text", "") or "")
-            if not text:
-                return
-            turn.said += len(text)
-            if turn.said > self.reply_chars:
-                turn.flooded = True
-                return
-            turn.on_text(text)
-        elif kind == "agent_thought_chunk":
-            text = clean_text(getattr(update.content, "text", "") or "")
-            if text and sum(map(len, turn.thoughts)) < REPLY_CHARS // 10:
-                turn.thoughts.append(text)
-        elif kind in ("tool_call", "tool_call_update"):
-            tool = self._tool(turn, update)
-            if tool.kind == "fetch" and tool.status != "failed":
+        turn.last_sent = self.clock()
+        if isinstance(update, schema.AgentMessageChunk):
+            turn.hear_words(getattr(update.content, "text", "") or "")
+        elif isinstance(update, schema.AgentThoughtChunk):
+            turn.hear_thought(getattr(update.content, "text", "") or "")
+        elif isinstance(update, schema.ToolCallStart | schema.ToolCallProgress):
+            call = turn.call_of(update)
+            if call.kind == "fetch" and call.status != "failed":
                 self._taint(session, turn)
-            self._watch(turn, tool)
-            if tool.status in ("completed", "failed") and not tool.logged:
-                self._line(turn, tool, tool_state(tool.status, stopped=False))
-        elif kind == "plan":
-            turn.plan = [
-                f"[{'x' if e.status == 'completed' else ' '}] {clean_text(e.content)}"
-                for e in update.entries[:50]
-            ]
-        elif kind == "usage_update":
-            cost = getattr(update, "cost", None)
-            if cost is not None and str(cost.currency).upper() == "USD" and cost.amount >= 0:
-                turn.cost_usd = float(cost.amount)
+            conversation = self.store.get_conversation(turn.conversation_id)
+            if conversation is not None:
+                tainted = conversation.tainted is not None
+                watch_call(turn, call, mode=conversation.mode, tainted=tainted)
+            if call.status in ("completed", "failed") and not call.logged:
+                self._line(turn, call, tool_state(call.status, stopped=False))
+        elif isinstance(update, schema.AgentPlanUpdate):
+            turn.hear_plan(update.entries)
 
-    def _watch(self, turn: _Turn, tool: _Tool) -> None:
-        """Trust, but watch: a changing call it runs without having asked, where the chat wanted
-        a question, ends the turn (take() says so in words)."""
-        if tool.conch is not None or turn.unasked is not None:
-            return  # Conch's own tools judge themselves, each call
-        conversation = self.store.get_conversation(turn.conversation_id)
-        if conversation is None:
+    def _cost(self, session: ChatSession, update: schema.UsageUpdate) -> None:
+        """The meter: a cost report of a running turn moves the session's figure on, and what it
+        grew by is the turn's, which then hears what it has cost so far (and ends at a bound).
+        A report while no turn runs (a loaded session's replay of its old total) moves nothing:
+        each opening's base stays at 0, and growth reported between turns is billed to the
+        next turn of the same opening, never lost."""
+        turn = session.turn
+        figure = reported_usd(update.cost)
+        if figure is None or turn is None or turn.stopping:
             return
-        tainted = turn.tainted or conversation.tainted is not None
-        if acted_unasked(
-            mode=conversation.mode,
-            tainted=tainted,
-            kind=tool.kind,
-            status=tool.status,
-            asked=tool.asked,
-            command=tool.command or None,
-        ):
-            turn.unasked = tool
+        turn.last_sent = self.clock()
+        turn.add_cost(session.meter.grew(figure))
 
-    def _tool(self, turn: _Turn, update: Any) -> _Tool:
-        tool_id = clean_text(str(update.tool_call_id))[:100]
-        tool = turn.tools.get(tool_id)
-        if tool is None:
-            tool = _Tool(tool_id)
-            if len(turn.tools) < TOOL_LINES * 4:  # a flood of calls is counted, not kept
-                turn.tools[tool_id] = tool
-        if update.title:
-            tool.title = clean_text(update.title)[:300]
-        if update.kind:
-            tool.kind = str(update.kind)
-        if update.status:
-            tool.status = str(update.status)
-        detail = detail_of(update.raw_input, update.content, update.locations, tool.title)
-        # A later update (the permission question's own copy) may carry less than the start
-        # did: the diff stays unless the new one shows content of its own.
-        # A command beats a bare path (OpenCode first reports only its folder).
-        runs = detail.startswith("$ ") and not tool.detail.startswith("$ ")
-        if detail and (not tool.detail or update.content or runs):
-            tool.detail = clean_text(detail)
-        command = command_of(update.raw_input, tool.title, update.content)
-        if command:
-            tool.command = clean_text(command)[:2000]
-        about = about_of(update.raw_input, update.content)
-        if about:
-            tool.about = clean_text(about)
-        meta = getattr(update, "field_meta", None) or {}
-        named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
-        found = conch_tool(
-            tool.title, named if isinstance(named, str) else None, update.raw_input, tool.kind
-        )
-        if found is not None:
-            tool.conch = found
-        output = getattr(update, "raw_output", None)
-        if output is not None:
-            tool.output = clean_text(str(output))[:8_000]
-        return tool
-
-    def _taint(self, session: ChatSession, turn: _Turn) -> None:
+    def _taint(self, session: ChatSession, turn: CodingTurn) -> None:
         """A fetch brings someone else's words into the agent: the chat is tainted, as after an
         outside agent's answer (the first taint stays)."""
         if turn.tainted:
@@ -624,13 +581,16 @@ class CodingAgents:
         turn.writes.append(asyncio.ensure_future(self.store.set_taint(turn.conversation_id, taint)))
 
     async def _permission(
-        self, session: ChatSession, tool_call: Any, options: list[Any]
+        self,
+        session: ChatSession,
+        tool_call: schema.ToolCallUpdate,
+        options: list[schema.PermissionOption],
     ) -> schema.RequestPermissionResponse:
         turn = session.turn
         if turn is None or turn.stopping:
             return cancelled()
-        turn.heard = self.clock()
-        tool = self._tool(turn, tool_call)
+        turn.last_sent = self.clock()
+        tool = turn.call_of(tool_call)
         tool.asked = True
         if tool.conch is not None:
             # Conch's own notebook tool: its call is judged by the tool's own rule (the mode, the
@@ -657,15 +617,15 @@ class CodingAgents:
             "name": turn.caller.name,
             "tool": ACP,
             "kind": tool.kind or "other",
-            "title": _question_title(tool),
+            "title": question_title(tool),
             "detail": tool.detail,
         }
-        turn.asking += 1
+        turn.questions_waiting += 1
         try:
             yes = await self.tools.ask_permission(turn.conversation_id, entry)
         finally:
-            turn.asking -= 1
-            turn.heard = self.clock()
+            turn.questions_waiting -= 1
+            turn.last_sent = self.clock()
         if turn.stopping:
             return cancelled()
         if not yes:
@@ -676,17 +636,21 @@ class CodingAgents:
 
     # --- the lines it leaves ---
 
-    def _line(self, turn: _Turn, tool: _Tool, state: Ending, words: str | None = None) -> None:
+    def _line(
+        self, turn: CodingTurn, tool: ReportedCall, state: Ending, words: str | None = None
+    ) -> None:
         tool.logged = True
         turn.writes.append(asyncio.ensure_future(self._log_now(turn, tool, state, words)))
 
-    async def _log(self, turn: _Turn, tool: _Tool, state: Ending, words: str) -> None:
+    async def _log(self, turn: CodingTurn, tool: ReportedCall, state: Ending, words: str) -> None:
         tool.logged = True
         await self._log_now(turn, tool, state, words)
 
-    async def _log_now(self, turn: _Turn, tool: _Tool, state: Ending, words: str | None) -> None:
+    async def _log_now(
+        self, turn: CodingTurn, tool: ReportedCall, state: Ending, words: str | None
+    ) -> None:
         if turn.lines >= TOOL_LINES:
-            turn.more += 1
+            turn.lines_left_out += 1
             return
         turn.lines += 1
         text = words if words is not None else "\n".join(x for x in (tool.detail, tool.output) if x)
@@ -700,44 +664,28 @@ class CodingAgents:
         }
         await self.tools.log_line(turn.conversation_id, turn.caller, entry, text, state)
 
-    async def _flush(self, session: ChatSession, turn: _Turn) -> None:
+    async def _flush(self, session: ChatSession, turn: CodingTurn) -> None:
         """The turn's end: its calls still open, its plan and its thoughts as quiet lines."""
         try:
-            for tool in list(turn.tools.values()):
+            for tool in list(turn.calls.values()):
                 if not tool.logged:
                     state = tool.ending or tool_state(tool.status, stopped=turn.stopping)
                     self._line(turn, tool, state)
             if turn.plan:
-                plan = _Tool("plan", title="Plan", kind="plan", detail="\n".join(turn.plan))
+                plan = ReportedCall("plan", title="Plan", kind="plan", detail="\n".join(turn.plan))
                 self._line(turn, plan, "ran")
             if turn.thoughts:
-                thought = _Tool("thought", title="Thought", kind="think")
+                thought = ReportedCall("thought", title="Thought", kind="think")
                 thought.detail = "".join(turn.thoughts)
                 self._line(turn, thought, "ran")
             await asyncio.gather(*turn.writes)
-            if turn.more:
-                more = _Tool("more", title=f"{turn.more} more tool calls", kind="other")
+            if turn.lines_left_out:
+                left_out = turn.lines_left_out
+                more = ReportedCall("more", title=f"{left_out} more tool calls", kind="other")
                 turn.lines = 0
-                await self._log_now(turn, more, "ran", f"{turn.more} more lines were not kept.")
+                await self._log_now(turn, more, "ran", f"{left_out} more lines were not kept.")
         except Exception:
             log.exception("Conch: %s's tool lines could not be stored", session.name)
-
-
-def _question_title(tool: _Tool) -> str:
-    """The question's heading: the agent's own words about the call when its title only repeats
-    the command (Claude's) or says nothing of it (a folder, OpenCode's); else its title."""
-    title = tool.title.strip()
-    command = tool.detail[2:].split("\n", 1)[0] if tool.detail.startswith("$ ") else ""
-    if tool.about and (not title or title == command or title in tool.detail or "/" in title):
-        return tool.about[:300]
-    return title or "a tool call"
-
-
-def _what_it_ran(tool: _Tool) -> str:
-    """The tool line as words: `the command` or the call's title."""
-    if tool.command:
-        return f"`{tool.command[:300]}`"
-    return f"“{(tool.title or tool.kind or 'a tool call')[:300]}”"
 
 
 def _why(error: BaseException) -> str:

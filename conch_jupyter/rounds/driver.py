@@ -70,9 +70,9 @@ from .spend import (
     Budget,
     budget_json,
     chat_limit_to_set,
-    loop_refusal,
     month_json,
     monthly_budget_to_set,
+    running_refusal,
     turn_refusal,
 )
 from .turn import Reply, TurnInput, Turns
@@ -551,6 +551,12 @@ class RoundService:
             self._billed(chat, reply)
             words = f"{agent.name} could not answer: {reply.failure}"
             return rnd.handle(ProviderFailed(agent.name, words))
+        if reply.refusal is not None:  # a coding turn Conch stopped at a spend bound
+            rnd.handle(SpendRecorded(reply.cost))
+            self._billed(chat, reply)
+            if rnd.ended is not None:  # Stop came first
+                return rnd.ended
+            return rnd.handle(TurnRefused(agent.name, reply.refusal.words, reply.refusal.limit))
         if chat.next is not None:  # the engine went on as the reply was stored (_ahead)
             self._billed(chat, reply)  # the round counted it there
             if rnd.ended is not None or not isinstance(chat.next.decision, Speak):
@@ -583,6 +589,8 @@ class RoundService:
         and refusal do it all (benchmarks/README.md, "Inside-out parts")."""
         rnd = chat.round
         if rnd is None or rnd.ended is not None or reply.failure is not None:
+            return None
+        if reply.refusal is not None:  # stopped at a spend bound: _speak ends the round
             return None
         rnd.handle(SpendRecorded(reply.cost))
         decision = rnd.handle(ReplyEnded(agent.name, reply.text))
@@ -682,7 +690,7 @@ class RoundService:
             # Your agents, in your chats; the door's guests get none, and neither does a room in
             # Jupyter Chat, which has no notebook.
             tools=() if self._require(chat.id).chat_file else NOTEBOOK_TOOLS,
-            spend_check=lambda cost: loop_refusal(
+            spend_check=lambda cost: running_refusal(
                 self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
             ),
             ends_with=(lambda made: self._ahead(chat, room, agent, made)) if chat.visible else None,

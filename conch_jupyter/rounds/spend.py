@@ -7,8 +7,11 @@ What the user asks to set passes one check each (`chat_limit_to_set`, `monthly_b
 the one place a cap on them goes. `budget_json` is what a view shows of them (DESIGN.md, "Cost in
 sight").
 
-Only metered agents (with a price) are held back: a turn that costs nothing cannot overspend, so
-the offline default and unpriced local models always answer.
+Only metered agents are held back: an agent with a price, and a coding agent that reports what
+its turns cost (ACP's usage update; DESIGN.md, "Every dollar of a coding agent counted and
+bounded"), priced or not. A turn that costs nothing cannot overspend, so the offline default and
+unpriced local models always answer. A running turn is checked too (`running_refusal`): a tool
+loop before each request, a coding agent at each cost it reports.
 """
 
 from __future__ import annotations
@@ -198,12 +201,27 @@ class Billed:
         return self.cost
 
 
+def metered(store: Store, agent: Agent) -> bool:
+    """Whether the spend limits hold `agent` back: it has a price, or it is a coding agent that
+    has reported what a reply cost (a row of its in the ledger)."""
+    if agent.price is not None:
+        return True
+    return agent.provider.kind == "acp" and store.billed_before(agent.id)
+
+
 def month_spent_over(
-    store: Store, budget: Budget, agent: Agent, now: float, pending: float = 0.0
+    store: Store,
+    budget: Budget,
+    agent: Agent,
+    now: float,
+    pending: float = 0.0,
+    *,
+    reporting: bool = False,
 ) -> float | None:
-    """This month's spend when it has reached the budget and `agent` is metered; else None."""
+    """This month's spend when it has reached the budget and `agent` is metered (or `reporting`
+    a cost now); else None."""
     limit = month_limit(store, budget)
-    if agent.price is None or limit is None:
+    if limit is None or not (reporting or metered(store, agent)):
         return None
     spent = store.spent_since(month_start(now)) + pending
     return spent if spent >= limit else None
@@ -225,41 +243,46 @@ def turn_refusal(
     conversation_id: str,
     now: float,
     pending: float = 0.0,
+    *,
+    reporting: bool = False,
 ) -> Refusal | None:
     """The refusal of a turn the chat's limit or the monthly budget refuses; None to go ahead.
 
-    `pending`: what the running turn has spent and not yet recorded (a tool loop's requests)."""
-    if agent.price is None:
+    `pending`: what the running turn has spent and not yet recorded (a tool loop's requests, a
+    coding agent's reports); `reporting`: the running turn reported a cost, so it is metered."""
+    if not (reporting or metered(store, agent)):
         return None
     limit = chat_limit(store, budget, conversation_id)
     if limit is not None and (spent := store.spent(conversation_id) + pending) >= limit:
-        then = (
-            f"A chat's limit can be at most ${limit:.2f} on this server: {BY_ADMIN}"
-            if limit == budget.policy.max_chat_usd
-            else "Raise the chat's limit in its header to go on."
-        )
         return Refusal(
             "chat",
             f"This chat has spent ${spent:.2f} of its ${limit:.2f} limit, so {agent.name} "
-            f"did not answer. {then}",
+            f"did not answer. {_raise_chat(budget, limit)}",
         )
-    month = month_spent_over(store, budget, agent, now, pending)
+    month = month_spent_over(store, budget, agent, now, pending, reporting=reporting)
     if month is not None:
         top = month_limit(store, budget) or 0.0
-        then = (
-            f"The monthly budget can be at most ${top:.2f} on this server: {BY_ADMIN}"
-            if top == budget.policy.max_monthly_usd
-            else "Raise the month's budget in Settings (%conch agents) to go on."
-        )
         return Refusal(
             "month",
             f"This month's spending has reached ${month:.2f} of the ${top:.2f} budget, so "
-            f"{agent.name} did not answer. {then}",
+            f"{agent.name} did not answer. {_raise_month(budget, top)}",
         )
     return None
 
 
-def loop_refusal(
+def _raise_chat(budget: Budget, limit: float) -> str:
+    if limit == budget.policy.max_chat_usd:
+        return f"A chat's limit can be at most ${limit:.2f} on this server: {BY_ADMIN}"
+    return "Raise the chat's limit in its header to go on."
+
+
+def _raise_month(budget: Budget, top: float) -> str:
+    if top == budget.policy.max_monthly_usd:
+        return f"The monthly budget can be at most ${top:.2f} on this server: {BY_ADMIN}"
+    return "Raise the month's budget in Settings (%conch agents) to go on."
+
+
+def running_refusal(
     store: Store,
     budget: Budget,
     agent: Agent,
@@ -267,11 +290,33 @@ def loop_refusal(
     now: float,
     rnd: Round | None,
     cost: float,
-) -> str | None:
-    """Whether a tool loop that has cost `cost` so far may ask its model again: the round's $1,
-    the chat's limit and the monthly budget hold for every request of a turn, not only its first.
-    """
+) -> Refusal | None:
+    """Whether a running turn that has cost `cost` so far must end: the round's $1, the chat's
+    limit and the monthly budget hold for every request of a tool loop and every cost a coding
+    agent reports, not only at a turn's start. The words say which bound it reached, and that
+    Conch stopped the turn there."""
     if rnd is not None and rnd.spent_usd + cost >= rnd.limits.spend_usd:
-        return "The round reached its spending limit."
-    refused = turn_refusal(store, budget, agent, conversation_id, now, pending=cost)
-    return refused.words if refused is not None else None
+        spent = rnd.spent_usd + cost
+        top = rnd.limits.spend_usd
+        return Refusal(
+            "round",
+            f"The round reached its ${top:.2f} spending limit (${spent:.2f}, {agent.name}'s "
+            f"turn ${cost:.2f} of it), so Conch stopped {agent.name} there.",
+        )
+    refused = turn_refusal(store, budget, agent, conversation_id, now, pending=cost, reporting=True)
+    if refused is None:
+        return None
+    if refused.limit == "chat":
+        top = chat_limit(store, budget, conversation_id) or 0.0
+        spent = store.spent(conversation_id) + cost
+        what, then = f"This chat reached its ${top:.2f} limit", _raise_chat(budget, top)
+    else:
+        top = month_limit(store, budget) or 0.0
+        spent = store.spent_since(month_start(now)) + cost
+        what = f"This month's spending reached its ${top:.2f} budget"
+        then = _raise_month(budget, top)
+    return Refusal(
+        refused.limit,
+        f"{what} (${spent:.2f}, {agent.name}'s turn ${cost:.2f} of it), so Conch stopped "
+        f"{agent.name} there. {then}",
+    )

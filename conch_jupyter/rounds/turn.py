@@ -32,8 +32,11 @@ request cut off mid-stream.
 
 A coding agent (provider kind `acp`) takes its turn through CodingAgents (coding/sessions.py):
 one `session/prompt` with the same system prompt and fenced history, its chunks streamed into
-the same Reply, kept and billed the same way; its usage counts only when the agent reports it
-(nothing is estimated: Conch does not meter what it cannot see).
+the same Reply, kept and billed the same way; its cost counts only when the agent reports it
+(nothing is estimated: Conch does not meter what it cannot see). Each cost it reports is the
+reply's `reported_usd` at once, so however the turn ends it is billed what it reported, and is
+checked by `spend_check` as it comes: at a bound CodingAgents cancels the turn and the Reply
+says which (`refusal`), so the round ends `spend` with that limit.
 
 What the turn does not decide: whose turn it is and what a reply means for the round (engine.py
 and the driver), whether a metered turn may start at all (spend.py's `turn_refusal`, asked by
@@ -72,7 +75,7 @@ from ..store.chats import Store
 from ..store.hub import Hub
 from ..store.rows import row_id
 from .history import Said, history_turns
-from .spend import cost_json, record_spend
+from .spend import Refusal, cost_json, record_spend
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class TurnInput:
     tools: tuple[ToolSpec, ...] = ()  # the notebook tools offered; never for the door
     # Given the turn's metered cost so far, words when the tool loop must ask no more (the
     # round's $1, the chat's limit, the monthly budget); None to go on.
-    spend_check: Callable[[float], str | None] | None = None
+    spend_check: Callable[[float], Refusal | None] | None = None
     # What the caller stores once the reply has ended (not when the turn is cancelled): it
     # queues its changes when called, right after the reply's, so one commit holds both (the
     # door's task ends with its answer; a round's next turn its note), and gives what to await
@@ -109,6 +112,8 @@ class Reply:
     cost: float = 0.0
     failure: str | None = None  # the provider's failure, in words for the owner
     reported_usd: float | None = None  # what a coding agent said the reply cost
+    # The spend bound a coding turn reached while it ran (Conch stopped it there).
+    refusal: Refusal | None = None
     timed_out: bool = False
     # The request being answered now, until its usage is in, and where its text begins: what a
     # cut-off turn's estimate is made from.
@@ -231,6 +236,14 @@ class Turns:
             reply.parts.append(text)
             self.hub.delta(turn.conversation_id, reply.id, turn.agent.id, text)
 
+        def on_cost(usd: float) -> bool:
+            """What the turn has cost so far, as the agent reported it: billed whatever ends
+            the turn; True once a bound is reached (the turn is stopped there)."""
+            reply.reported_usd = usd
+            if reply.refusal is None and turn.spend_check is not None:
+                reply.refusal = turn.spend_check(usd)
+            return reply.refusal is not None
+
         result = await self.coding.take(
             turn.conversation_id,
             turn.agent,
@@ -242,8 +255,9 @@ class Turns:
             else None,
             place=turn.place,
             on_text=on_text,
+            on_cost=on_cost,
         )
-        reply.usage, reply.reported_usd = result.usage, result.cost_usd
+        reply.usage = result.usage
 
     def _spent_enough(self, turn: TurnInput, reply: Reply) -> bool:
         if turn.spend_check is None or turn.agent.price is None or reply.usage is None:

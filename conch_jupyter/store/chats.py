@@ -413,6 +413,11 @@ class Store(StoreFile):
         )
         return then(self._writer.change(lambda db: insert(db, "spend", spend)), lambda _: None)
 
+    def billed_before(self, agent: str) -> bool:
+        """Whether the ledger holds a row of this agent's (a coding agent that has reported what
+        a reply cost)."""
+        return bool(self.select("SELECT 1 AS one FROM spend WHERE agent = ? LIMIT 1", (agent,)))
+
     def spent(self, conversation_id: str) -> float:
         rows = self.select(
             "SELECT COALESCE(SUM(usd), 0.0) AS usd FROM spend WHERE conversation_id = ?",

@@ -603,3 +603,254 @@ async def test_a_round_of_a_model_agent_an_outside_agent_and_a_coding_agent(
     [writer] = [r for r in models.requests if "You are Writer" in str(r.json)]
     assert 'Reply from the agent "Coder"' in str(writer.json)
     assert "Sources check out." in str(writer.json)
+
+
+# --- every dollar of a coding agent counted and bounded ---
+
+
+def coder_env(name: str = "Coder", **more: str) -> dict[str, str]:
+    return {"ACP_TEST_SECRET": "s3cret-value", "ACP_TEST_NAME": name, **more}
+
+
+def reports_of(path: Path) -> list[tuple[float, float]]:
+    """The scripted agent's cost reports: (cumulative USD, when it sent it, time.time())."""
+    if not path.exists():
+        return []
+    return [
+        (float(a), float(b))
+        for a, b in (line.split() for line in path.read_text().split("\n") if line)
+    ]
+
+
+def end_event(chat: dict[str, Any]) -> dict[str, Any]:
+    return dict([e for e in chat["events"] if e["type"] == "round.ended"][-1])
+
+
+def notes(chat: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in chat["messages"] if m["role"] == "note"]
+
+
+async def test_the_rounds_dollar_ends_a_running_coding_turn_at_the_report_that_reached_it(
+    api: Api, tmp_path: Path
+) -> None:
+    """One turn reported $0.30, $0.60 … and ran to its end: now the report that reaches the
+    round's $1 cancels it, the round ends `spend` (limit `round`) within 2 s of that report, in
+    words, and the turn is billed what it reported."""
+    reports = tmp_path / "reports"
+    await add_coder(api, env=coder_env(ACP_TEST_REPORTS=str(reports)))
+    chat_id = await coding_chat(api)
+    await say(api, chat_id, "@Coder acp:spend 0.30 10")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat) == [(0, "spend")]
+    end = end_event(chat)
+    assert end["limit"] == "round"
+    sent = reports_of(reports)
+    reached = next(when for figure, when in sent if figure >= 1.0)
+    assert end["created"] - reached < 2.0
+    assert len(sent) < 10  # it was cancelled: it did not report on to $3.00
+    assert notes(chat)[-1].startswith("The round reached its $1.00 spending limit ($1.20,")
+    assert "so Conch stopped Coder there." in notes(chat)[-1]
+    # Billed what it reported up to the bound (and any report that came before the cancel).
+    assert round(chat["spent_usd"], 6) in {figure for figure, _ in sent}
+    assert chat["spent_usd"] >= 1.20 - 1e-9
+    [reply] = [m for m in chat["messages"] if m["role"] == "agent"]
+    assert reply["text"].startswith("step 1. step 2. step 3. step 4. ")
+    assert reply["cost"]["usd"] == pytest.approx(chat["spent_usd"])
+
+
+async def test_the_chats_limit_ends_a_running_turn_and_then_refuses_the_next(api: Api) -> None:
+    """A coding agent without a price is metered by what it reports: the chat's limit stops it
+    mid-turn, and then refuses its next turn before it starts, like any metered agent's."""
+    await add_coder(api)
+    chat_id = await coding_chat(api)
+    status, _ = await api("PATCH", f"conversations/{chat_id}", {"limit_usd": 0.5})
+    assert status == 200
+    await say(api, chat_id, "@Coder acp:spend 0.30 10")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat) == [(0, "spend")]
+    assert end_event(chat)["limit"] == "chat"
+    assert notes(chat)[-1].startswith("This chat reached its $0.50 limit ($0.60, Coder's turn")
+    assert chat["spent_usd"] >= 0.60 - 1e-9
+    await say(api, chat_id, "@Coder acp:say more")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat) == [(0, "spend"), (0, "spend")]
+    assert end_event(chat)["limit"] == "chat"
+    assert "so Coder did not answer" in notes(chat)[-1]
+    assert "more" not in replies(chat)
+    # The month's budget, the same way, in another chat.
+    status, _ = await api("PATCH", "budget", {"monthly_usd": 0.5})
+    assert status == 200
+    other = await coding_chat(api)
+    await say(api, other, "@Coder acp:say hi")
+    chat = await settled(api, other, 30)
+    assert ended(chat) == [(0, "spend")]
+    assert end_event(chat)["limit"] == "month"
+    assert "so Coder did not answer" in notes(chat)[-1]
+    assert replies(chat) == []
+
+
+@pytest.mark.parametrize("then", ["crash", "hang", "flood", "act", "fail", "stop"])
+async def test_a_turn_is_billed_what_it_reported_however_it_ends(
+    api: Api, jp_serverapp: Any, then: str
+) -> None:
+    """Stopped, ended by the watch, flooded, hung, crashed or failed: billed what the agent
+    reported."""
+    coding = conch_of(jp_serverapp).coding
+    coding.reply_chars = 50_000
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask")
+    after = {"crash": "crash", "hang": "hang", "flood": "flood 400", "act": "act", "fail": "fail"}
+    await say(api, chat_id, f"@Coder acp:spend 0.10 3 {after.get(then, 'ignore-cancel')}")
+    if then == "stop":
+
+        async def working() -> bool:  # its words after the reports: the reports came first
+            _, chat = await api("GET", f"conversations/{chat_id}")
+            return any("Working on it" in s["text"] for s in chat["streaming"])
+
+        await wait_for(working, 30)
+        await api("POST", f"conversations/{chat_id}/round/stop")
+    chat = await settled(api, chat_id, 60)
+    assert ended(chat) == [(1, "stopped") if then == "stop" else (0, "error")]
+    assert chat["spent_usd"] == pytest.approx(0.30)
+    [entry] = chat["spend"]
+    assert (entry["agent"], entry["estimated"]) == ("coder", False)
+
+
+@pytest.mark.parametrize("opening", ["ACP_TEST_RESUME", "ACP_TEST_LOAD"])
+async def test_each_opening_of_a_session_starts_its_cost_base_at_zero(
+    api: Api, jp_serverapp: Any, opening: str
+) -> None:
+    """claude-agent-acp's figure starts again for every session it opens (a new one after Stop,
+    a resumed or loaded one after the idle end): no turn is billed less than its own reports
+    show, and a loaded session's replay of its old total is no turn's bill."""
+    coding = conch_of(jp_serverapp).coding
+    await add_coder(api, env=coder_env(**{opening: "1"}))
+    chat_id = await coding_chat(api)
+    await say(api, chat_id, "@Coder acp:usage")
+    chat = await settled(api, chat_id, 30)
+    assert chat["spent_usd"] == pytest.approx(0.25)
+    # Stop: the next turn opens a new session, whose figure starts at $0 again.
+    await say(api, chat_id, "@Coder acp:spend 0.25 1 ignore-cancel")
+
+    async def working() -> bool:
+        _, chat = await api("GET", f"conversations/{chat_id}")
+        return any("Working on it" in s["text"] for s in chat["streaming"])
+
+    await wait_for(working, 30)
+    await api("POST", f"conversations/{chat_id}/round/stop")
+    await settled(api, chat_id, 30)
+    await say(api, chat_id, "@Coder acp:usage")
+    chat = await settled(api, chat_id, 30)
+    assert [e["usd"] for e in chat["spend"]] == pytest.approx([0.25, 0.25, 0.25])
+    # The idle end: a new process resumes the same session, its counter at $0.
+    session = coding._chats[(chat_id, "coder")]
+    kept = session.session_id
+    first = coding.process_of("coder")
+    assert first is not None
+    coding.idle_seconds = 0.3
+    await say(api, chat_id, "@Coder acp:say idle from now on")  # its end starts the idle clock
+    await settled(api, chat_id, 30)
+
+    async def ended_idle() -> bool:
+        return coding.process_of("coder") is None and first.process.returncode is not None
+
+    await wait_for(ended_idle, 30)
+    await say(api, chat_id, "@Coder acp:usage")
+    chat = await settled(api, chat_id, 30)
+    assert session.session_id == kept  # taken up again, not a new session
+    assert [e["usd"] for e in chat["spend"]] == pytest.approx([0.25, 0.25, 0.25, 0.25])
+    assert "replayed words" not in replies(chat)[-1]
+
+
+# --- nothing leaks on a bad answer; the quiet clock; the newest message given ---
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting for a parent that never reaps it does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("method", ["initialize", "session/new"])
+async def test_a_garbage_answer_ends_the_process_group_and_is_said_in_words(
+    api: Api, jp_serverapp: Any, tmp_path: Path, method: str
+) -> None:
+    pids = tmp_path / "pids"
+    await add_coder(api, env=coder_env(ACP_TEST_GARBAGE=method, ACP_TEST_PIDS=str(pids)))
+    chat_id = await coding_chat(api)
+    seen: set[int] = set()
+    for attempt in (1, 2):  # each later message starts afresh, and leaks nothing either
+        await say(api, chat_id, "@Coder hi")
+        chat = await settled(api, chat_id, 30)
+        assert ended(chat)[-1] == (0, "error")
+        said = notes(chat)[-1]
+        assert "Coder could not answer: Coder answered with something that is not ACP" in said
+        assert "did not parse as ACP" in said
+        assert "Something went wrong inside Conch" not in said
+        started = {int(p) for p in pids.read_text().split()}
+        assert len(started) == 2
+        assert not started & seen  # a new process and child each time
+        seen |= started
+
+        async def gone(started: set[int] = started) -> bool:
+            return not any(alive(pid) for pid in started)
+
+        await wait_for(gone, 10)
+        assert conch_of(jp_serverapp).coding.process_of("coder") is None
+        _, agent = await api("GET", "agents/coder")
+        assert agent["acp"]["started"] is False
+        what = "initialize" if method == "initialize" else "session/new"
+        assert (
+            agent["acp"]["problem"] == f"its {what} answer did not parse as ACP (ValidationError)"
+        )
+        assert attempt == len(ended(chat))
+
+
+async def test_the_quiet_clock_stops_while_a_conch_tool_waits_for_the_user(
+    api: Api, jp_serverapp: Any, kernel: NotebookKernel
+) -> None:
+    """A user who takes longer than the quiet clock to answer Conch's own question (asked inside
+    a coding turn, over MCP) does not get the agent's process killed."""
+    coding = conch_of(jp_serverapp).coding
+    coding.quiet_seconds = 0.5
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask", path=kernel.path)
+    await say(api, chat_id, '@Coder acp:mcp run_code {"code": "print(6 * 7)"}')
+    [entry] = await asking(api, chat_id)
+    process = coding.process_of("coder")
+    asked = time.monotonic()
+
+    async def many_quiet_periods_passed() -> bool:
+        # What is tested is time passing while the question waits (six quiet periods): the
+        # agent, silent all along, must still be there.
+        assert coding.process_of("coder") is process
+        return time.monotonic() - asked > 6 * coding.quiet_seconds
+
+    await wait_for(many_quiet_periods_passed, 30)
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat) == [(1, "done")]
+    assert replies(chat)[-1].endswith("run_code (error=False): 42\n")
+
+
+async def test_the_newest_message_given_moves_on_only_once_its_prompt_was_accepted(
+    api: Api,
+) -> None:
+    """A prompt that crashed was never accepted: the session, taken up again, is given that
+    message again with the next."""
+    await add_coder(api, env=coder_env(ACP_TEST_RESUME="1"))
+    chat_id = await coding_chat(api)
+    await say(api, chat_id, "@Coder acp:say first")
+    await settled(api, chat_id, 30)
+    await say(api, chat_id, "@Coder kiwi acp:crash")
+    chat = await settled(api, chat_id, 30)
+    assert ended(chat)[-1] == (0, "error")
+    await say(api, chat_id, "@Coder acp:heard kiwi")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "kiwi: yes"
+    await say(api, chat_id, "@Coder acp:heard crash")  # accepted: not given again
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "crash: no"

@@ -12,6 +12,12 @@ newest text a prompt holds) says what this turn does:
                           it): report it started and done, then say "acted"
     acp:usage             report usage (tokens in the prompt's answer; in a usage update the
                           session's cumulative cost, $0.25 more each time)
+    acp:spend <step> <n> [then]
+                          report the session's cumulative cost <n> times, <step> dollars more
+                          each time, a word streamed before each; it stops at `session/cancel`.
+                          Then, if named: `crash`, `hang`, `flood`, `act` or `ignore-cancel`
+                          (as those marks do), `fail` (answer the prompt with an error), else
+                          end the turn
     acp:think             a thought, a plan, a read tool call that completes, then a line
     acp:ignore-cancel     stream a little, then go on for 30 s whatever `session/cancel` says
     acp:crash             stream a little, then exit (code 3) mid-reply
@@ -19,10 +25,21 @@ newest text a prompt holds) says what this turn does:
     acp:flood <n>         stream <n> chunks of 1,000 characters
     acp:env               say which secrets it can see, and its working folder
     acp:count             say how many prompts this session has had, and whether history came
+    acp:heard <word>      say whether <word> is in the prompt besides in this mark
     acp:pid               say its process id (one process holds every chat's session)
     acp:mcp <tool> <json> call the notebook's tools Conch offered over MCP (Streamable HTTP):
                           list them, call <tool> with the JSON arguments, say what came back
 Anything else: "Hello from the coding agent." Its stderr gets a line per prompt (for the log).
+
+Its cost figure is kept per opening of a session, as claude-agent-acp's is: a new, resumed or
+loaded session starts at $0. With ACP_TEST_RESUME=1 it offers `session/resume` (any session id,
+as an adapter that keeps its sessions on disk does), with ACP_TEST_LOAD=1 `session/load` (which
+replays a word and an old total of $9.75 first). With ACP_TEST_REPORTS=<file> it appends a
+line `<cumulative USD> <time.time()>` to that file as it sends each cost report.
+
+With ACP_TEST_GARBAGE=initialize (or session/new) it answers that request with JSON that is not
+ACP's answer, after starting a child in its own process group (a shell it left running); with
+ACP_TEST_PIDS=<file> it writes its own and the child's process ids there first.
 """
 
 from __future__ import annotations
@@ -31,7 +48,9 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import sys
+import time
 import urllib.request
 from typing import Any
 
@@ -50,7 +69,7 @@ class ScriptedAgent:
         self.cwd: dict[str, str] = {}
         self.mcp: dict[str, list[Any]] = {}
         self.closed: list[str] = []
-        self.counted = 0  # prompts that reported usage: its cumulative cost is $0.25 each
+        self.cost: dict[str, float] = {}  # each session's cumulative cost, in this opening
         self.cancelled: dict[str, asyncio.Event] = {}
 
     def on_connect(self, conn: Any) -> None:
@@ -59,7 +78,13 @@ class ScriptedAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         mcp = schema.McpCapabilities(http=True)
         closing = schema.SessionCapabilities(close=schema.SessionCloseCapabilities())
-        capabilities = schema.AgentCapabilities(mcp_capabilities=mcp, session_capabilities=closing)
+        if os.environ.get("ACP_TEST_RESUME"):
+            closing.resume = schema.SessionResumeCapabilities()
+        capabilities = schema.AgentCapabilities(
+            mcp_capabilities=mcp,
+            session_capabilities=closing,
+            load_session=bool(os.environ.get("ACP_TEST_LOAD")),
+        )
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION, agent_capabilities=capabilities
         )
@@ -70,12 +95,41 @@ class ScriptedAgent:
         self.cwd[session_id] = cwd
         self.mcp[session_id] = kwargs.get("mcp_servers") or []
         self.prompts[session_id] = 0
+        self.cost[session_id] = 0.0
         return schema.NewSessionResponse(session_id=session_id)
+
+    async def resume_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> schema.ResumeSessionResponse:
+        """Taken up again, from "disk": its cost counter starts at $0, as claude-agent-acp's."""
+        self.cwd[session_id] = cwd
+        self.mcp[session_id] = kwargs.get("mcp_servers") or []
+        self.prompts.setdefault(session_id, 0)
+        self.cost[session_id] = 0.0
+        print(f"scripted agent: resumed {session_id}", file=sys.stderr, flush=True)
+        return schema.ResumeSessionResponse()
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
         print(f"scripted agent: closed {session_id}", file=sys.stderr, flush=True)
         self.closed.append(session_id)
         return schema.CloseSessionResponse()
+
+    async def load_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> schema.LoadSessionResponse:
+        """Loaded from "disk": it replays the old turn (its words and the old total, as a
+        client may be sent them), then counts from $0, as claude-agent-acp does."""
+        self.cwd[session_id] = cwd
+        self.mcp[session_id] = kwargs.get("mcp_servers") or []
+        self.prompts.setdefault(session_id, 0)
+        await self._say(session_id)("replayed words")
+        old = schema.Cost(amount=9.75, currency="USD")
+        await self.conn.session_update(
+            session_id,
+            schema.UsageUpdate(session_update="usage_update", used=1, size=200_000, cost=old),
+        )
+        self.cost[session_id] = 0.0
+        return schema.LoadSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
@@ -111,18 +165,21 @@ class ScriptedAgent:
             await say("acted")
         elif what == "usage":
             await say("Counted.")
-            self.counted += 1
-            await self.conn.session_update(
-                session_id,
-                schema.UsageUpdate(
-                    session_update="usage_update",
-                    used=1200,
-                    size=200_000,
-                    cost=schema.Cost(amount=0.25 * self.counted, currency="USD"),
-                ),
-            )
+            await self._report(session_id, 0.25)
             usage = schema.Usage(total_tokens=1500, input_tokens=1200, output_tokens=300)
             return schema.PromptResponse(stop_reason="end_turn", usage=usage)
+        elif what == "spend":
+            step, count, *then = rest.split()
+            for i in range(int(count)):
+                if cancelled.is_set():
+                    return schema.PromptResponse(stop_reason="cancelled")
+                await say(f"step {i + 1}. ")
+                await self._report(session_id, float(step))
+                await asyncio.sleep(0.05)  # the pace of a working agent
+            if then == ["fail"]:
+                raise acp.RequestError(-32603, "the model refused")
+            if then:
+                return await self.prompt([acp.text_block(f"acp:{' '.join(then)}")], session_id)
         elif what == "think":
             await self.conn.session_update(session_id, acp.update_agent_thought_text("Hmm, A."))
             await self.conn.session_update(
@@ -170,6 +227,9 @@ class ScriptedAgent:
             await say(await asyncio.to_thread(self._mcp, servers, name, json.loads(raw or "{}")))
         elif what == "pid":
             await say(f"pid {os.getpid()}, {len(self.prompts) - len(self.closed)} open")
+        elif what == "heard":
+            word = rest.strip()
+            await say(f"{word}: {'yes' if text.count(word) > 1 else 'no'}")
         elif what == "count":
             history = "history" if "hello earlier" in text else "no history"
             await say(f"prompt {count}, {history}")
@@ -206,6 +266,19 @@ class ScriptedAgent:
         names = ",".join(t["name"] for t in listed)
         said = called["content"][0]["text"]
         return f"tools: {names}; {name} (error={called['isError']}): {said}"
+
+    async def _report(self, session_id: str, more: float) -> None:
+        """A usage update: the session's cumulative cost so far, `more` dollars up."""
+        self.cost[session_id] = figure = round(self.cost.get(session_id, 0.0) + more, 6)
+        reports = os.environ.get("ACP_TEST_REPORTS")
+        if reports:
+            with open(reports, "a") as out:
+                out.write(f"{figure} {time.time()}\n")
+        cost = schema.Cost(amount=figure, currency="USD")
+        await self.conn.session_update(
+            session_id,
+            schema.UsageUpdate(session_update="usage_update", used=1200, size=200_000, cost=cost),
+        )
 
     def _say(self, session_id: str) -> Any:
         async def say(text: str) -> None:
@@ -260,7 +333,41 @@ class ScriptedAgent:
         return str(chosen)
 
 
+def garbage(method: str) -> None:
+    """Answer `method` with JSON that is not its ACP answer (every other request as ACP would),
+    having left a child running in the process group."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    pids = os.environ.get("ACP_TEST_PIDS")
+    if pids:
+        with open(pids, "w") as out:
+            out.write(f"{os.getpid()} {child.pid}\n")
+    bad = {
+        "initialize": {"protocolVersion": "not a version", "agentCapabilities": 7},
+        "session/new": {"sessionId": {"not": "an id"}, "modes": "all of them"},
+    }
+    good = {
+        "initialize": {"protocolVersion": acp.PROTOCOL_VERSION, "agentCapabilities": {}},
+        "session/new": {"sessionId": "s-1"},
+    }
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        if "id" not in request:
+            continue
+        name = request.get("method", "")
+        result = bad[name] if name == method else good.get(name, {})
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
 def main() -> None:
+    broken = os.environ.get("ACP_TEST_GARBAGE")
+    if broken:
+        garbage(broken)
+        return
     # `session/close` is in the SDK's unstable part (the real adapters offer it).
     asyncio.run(acp.run_agent(ScriptedAgent(), use_unstable_protocol=True))
 

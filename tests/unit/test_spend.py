@@ -18,13 +18,14 @@ from conch_jupyter.rounds.spend import (
     budget_json,
     chat_limit,
     chat_limit_to_set,
-    loop_refusal,
     month_limit,
     month_spent_over,
     monthly_budget_to_set,
     record_spend,
+    running_refusal,
     turn_refusal,
 )
+from conch_jupyter.rounds.spend import metered as metered_agent
 from conch_jupyter.store.chats import Store
 
 from ..support.api import Clock
@@ -41,6 +42,19 @@ def metered(price: Price | None = PRICE) -> Agent:
         instructions="",
         provider=ProviderConfig("openai", model="m"),
         price=price,
+        has_key=False,
+        created=0.0,
+    )
+
+
+def coding_agent() -> Agent:
+    return Agent(
+        id="coder",
+        name="Coder",
+        persona="",
+        instructions="",
+        provider=ProviderConfig("acp", command="claude-agent-acp"),
+        price=None,
         has_key=False,
         created=0.0,
     )
@@ -106,31 +120,73 @@ async def test_the_months_budget_counts_every_chat_and_restarts_each_month(store
     assert month_spent_over(store, budget, metered(), april) is None
 
 
-async def test_a_tool_loop_asks_no_more_once_the_round_the_chat_or_the_month_is_spent(
+async def test_a_running_turn_ends_once_the_round_the_chat_or_the_month_is_spent(
     store: Store,
 ) -> None:
-    """`loop_refusal`: a turn's own requests so far (`cost`, not yet in the ledger) count against
-    the round's $1, the chat's limit and the month, so a tool loop cannot walk around them."""
+    """`running_refusal`: a turn's cost so far (`cost`, not yet in the ledger: a tool loop's
+    requests, a coding agent's reports) counts against the round's $1, the chat's limit and the
+    month, so a running turn cannot walk around them; the refusal says which, in words."""
     chat = (await store.create_conversation()).id
     roomy = Budget(chat_limit_usd=None, monthly_budget_usd=None)
     rnd = Round(named=["Writer"], roster=Roster(ours=("Writer",)))
     rnd.start()
     rnd.handle(SpendRecorded(0.6))  # the round's earlier replies
-    assert loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.39) is None
-    words = loop_refusal(store, roomy, metered(), chat, NOW, rnd, 0.4)
-    assert words == "The round reached its spending limit."
-    assert loop_refusal(store, roomy, metered(), chat, NOW, None, 0.4) is None  # no round
-    # The chat's limit and the month count the loop's cost as pending.
+    assert running_refusal(store, roomy, metered(), chat, NOW, rnd, 0.39) is None
+    refused = running_refusal(store, roomy, metered(), chat, NOW, rnd, 0.4)
+    assert refused is not None
+    assert refused.limit == "round"
+    assert refused.words == (
+        "The round reached its $1.00 spending limit ($1.00, Writer's turn $0.40 of it),"
+        " so Conch stopped Writer there."
+    )
+    assert running_refusal(store, roomy, metered(), chat, NOW, None, 0.4) is None  # no round
+    # The chat's limit and the month count the turn's cost as pending.
     await store.add_spend(4.0, conversation_id=chat)
     limited = Budget(chat_limit_usd=5.0, monthly_budget_usd=None)
-    assert loop_refusal(store, limited, metered(), chat, NOW, None, 0.99) is None
-    words = loop_refusal(store, limited, metered(), chat, NOW, None, 1.0)
-    assert words is not None
-    assert "spent $5.00 of its $5.00 limit" in words
+    assert running_refusal(store, limited, metered(), chat, NOW, None, 0.99) is None
+    refused = running_refusal(store, limited, metered(), chat, NOW, None, 1.0)
+    assert refused is not None
+    assert refused.limit == "chat"
+    assert refused.words.startswith(
+        "This chat reached its $5.00 limit ($5.00, Writer's turn $1.00 of it), so Conch"
+        " stopped Writer there. Raise the chat's limit"
+    )
     monthly = Budget(chat_limit_usd=None, monthly_budget_usd=4.5)
-    words = loop_refusal(store, monthly, metered(), chat, NOW, None, 0.5)
-    assert words is not None
-    assert "reached $4.50 of the $4.50 budget" in words
+    refused = running_refusal(store, monthly, metered(), chat, NOW, None, 0.5)
+    assert refused is not None
+    assert refused.limit == "month"
+    assert refused.words.startswith("This month's spending reached its $4.50 budget ($4.50,")
+    # A coding agent without a price is held by what it reports, even before the ledger has it.
+    coder = coding_agent()
+    refused = running_refusal(store, limited, coder, chat, NOW, None, 1.0)
+    assert refused is not None
+    assert refused.limit == "chat"
+
+
+async def test_a_coding_agent_that_reports_its_cost_is_refused_like_a_priced_one(
+    store: Store,
+) -> None:
+    """DESIGN.md, "Every dollar of a coding agent counted and bounded": no price, but once the
+    ledger holds what it reported, the chat's limit and the month's budget refuse its turn."""
+    chat = (await store.create_conversation()).id
+    budget = Budget(chat_limit_usd=1.0, monthly_budget_usd=None)
+    coder = coding_agent()
+    await store.add_spend(1.5, conversation_id=chat, agent="someone-else")
+    assert not metered_agent(store, coder)
+    assert turn_refusal(store, budget, coder, chat, NOW) is None  # it never reported a cost
+    await record_spend(store, coder, None, conversation_id=chat, reported_usd=0.25)
+    assert metered_agent(store, coder)
+    refused = turn_refusal(store, budget, coder, chat, NOW)
+    assert refused is not None
+    assert refused.limit == "chat"
+    assert "so Coder did not answer" in refused.words
+    month = Budget(chat_limit_usd=None, monthly_budget_usd=1.0)
+    refused = turn_refusal(store, month, coder, chat, NOW)
+    assert refused is not None
+    assert refused.limit == "month"
+    assert month_spent_over(store, month, coder, NOW) == pytest.approx(1.75)
+    # An unpriced model agent with ledger rows of its own is still free.
+    assert not metered_agent(store, metered(None))
 
 
 @pytest.mark.parametrize("check", [chat_limit_to_set, monthly_budget_to_set])
