@@ -73,7 +73,10 @@ from .rules import (
     conch_tool,
     detail_of,
     no_read_turn,
+    own_kind,
     permission,
+    read_turn_disowned,
+    said_status,
     tool_state,
     unasked_words,
     workdir,
@@ -207,6 +210,11 @@ class CodingAgents:
             raise ProviderError(no_read_turn(agent.name))
         turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
         process, session = await self._session(conversation_id, agent, provider, path, turn)
+        disowned = read_turn_disowned(agent.name, setup, process.hello)
+        if disowned is not None and conversation is not None and conversation.mode == "read":
+            session.turn = None
+            self._idle_later(process)
+            raise ProviderError(disowned)
         if session.binding is not None:  # its MCP calls count in this turn, under this place
             session.binding.caller, session.binding.calls = turn.caller, 0
             session.binding.in_turn = True
@@ -399,6 +407,7 @@ class CodingAgents:
             "started": True,
             "problem": None,
             "seconds": round(self.clock() - started, 3),
+            **said_status(setup, process.hello),
         }
         return process
 
@@ -604,6 +613,7 @@ class CodingAgents:
             tool.about = clean_text(about)
         meta = getattr(update, "field_meta", None) or {}
         named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
+        tool.kind = own_kind(tool.kind, named if isinstance(named, str) else None)
         found = conch_tool(
             tool.title, named if isinstance(named, str) else None, update.raw_input, tool.kind
         )

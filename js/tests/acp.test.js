@@ -81,3 +81,15 @@ test("a coding agent's card says when it acts without asking", () => {
   agent.acp = { ...agent.acp, acts_unasked: true };
   assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started · acts without asking");
 });
+
+test("a coding agent's card shows the name and version it gave", () => {
+  const said = { name: "@agentclientprotocol/claude-agent-acp", title: "Claude Agent", version: "0.101.0" };
+  const agent = { provider: { command: "npx", args: ["-y", said.name] }, acp: { started: true, problem: null, said, known_as: "Claude Code" } };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started · says it is ${said.name} 0.101.0`);
+  // Not the agent its command looks like: unknown, said so.
+  agent.acp = { ...agent.acp, said: { name: "my-agent", version: "9" }, known_as: null };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started · says it is my-agent 9: unknown to Conch, no turn in a Read chat`);
+  // An agent that says nothing: nothing is shown.
+  agent.acp = { started: true, problem: null, said: null, known_as: null };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started`);
+});
