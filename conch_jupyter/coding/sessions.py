@@ -53,6 +53,7 @@ from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
 from .connection import AgentProcess, ChatSession, cancelled
+from .launch import read_turn_disowned, said_status
 from .mcp import McpEndpoint
 from .rules import (
     CANCEL_GRACE_SECONDS,
@@ -75,8 +76,6 @@ from .rules import (
     no_read_turn,
     own_kind,
     permission,
-    read_turn_disowned,
-    said_status,
     tool_state,
     unasked_words,
     workdir,
@@ -210,7 +209,7 @@ class CodingAgents:
             raise ProviderError(no_read_turn(agent.name))
         turn = _Turn(conversation_id, Caller(agent.id, agent.name, place), on_text, self.clock())
         process, session = await self._session(conversation_id, agent, provider, path, turn)
-        disowned = read_turn_disowned(agent.name, setup, process.hello)
+        disowned = read_turn_disowned(agent.name, setup.agent if setup else None, process.hello)
         if disowned is not None and conversation is not None and conversation.mode == "read":
             session.turn = None
             self._idle_later(process)
@@ -407,7 +406,7 @@ class CodingAgents:
             "started": True,
             "problem": None,
             "seconds": round(self.clock() - started, 3),
-            **said_status(setup, process.hello),
+            **said_status(setup.agent if setup else None, process.hello),
         }
         return process
 

@@ -15,6 +15,7 @@ pin); the key proofs run on both, the rest on today's.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,21 @@ RELEASED = [
 ]
 
 
+def codex_sandbox(script: Script) -> str:
+    """What today's Codex tells its model of its sandbox in the turn's request (its
+    `<permission_profile>`): the mode it runs in, as Codex itself applies it."""
+    found = re.findall(r"<permission_profile.*?</permission_profile>", json.dumps(script.seen))
+    assert found, "no request of the turn said its sandbox"
+    return str(found[-1]).replace('\\"', '"')
+
+
+# Codex 2.6's `read-only`: the notebook's folder may be read, nothing written.
+READ_ONLY = (
+    '<permission_profile type="managed"><file_system type="restricted">'
+    '<entry access="read"><special>:root</special></entry></file_system></permission_profile>'
+)
+
+
 def use(script: Script, name: str, release: str = "today") -> None:
     script.calls = {"RUNIT": real_agents.run_call(name, release)}
 
@@ -118,6 +134,8 @@ async def test_in_read_no_real_agent_changes_a_file(
     assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
     [(kind, _, state)] = [line for line in tool_lines(chat) if line[0] == "execute"]
     assert (kind, state) == ("execute", "refused")
+    if (name, release) == ("codex", "today"):  # moved out of `agent`, its own default
+        assert codex_sandbox(script) == READ_ONLY
     if name in ("claude", "gemini"):  # Codex's and OpenCode's "no" ends their turn unsaid
         assert replies(chat, name)[-1].endswith("Done.")
 
@@ -150,6 +168,8 @@ async def test_in_ask_the_change_waits_for_the_users_yes(
     )
     # Claude, Gemini and OpenCode describe the call; Codex's title is the command itself.
     assert entry["title"] == ("touch made.txt" if name == "codex" else "Make a file")
+    if (name, release) == ("codex", "today"):  # moved out of `agent-full-access`
+        assert codex_sandbox(script) == READ_ONLY
     await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
     chat = await settled(api, chat_id, 180)
     assert (jp_root_dir / "made.txt").exists()

@@ -16,7 +16,6 @@ from conch_jupyter.coding.rules import (
     AskingSetup,
     about_of,
     acted_unasked,
-    agrees,
     asking_setup,
     child_env,
     chosen_option,
@@ -24,16 +23,13 @@ from conch_jupyter.coding.rules import (
     command_refusal,
     conch_tool,
     detail_of,
-    disowned_words,
     found_agents,
-    launched,
     mode_to_leave,
     no_read_turn,
     own_kind,
     permission,
     prompt_text,
     reads_only,
-    said_info,
     tool_state,
     workdir,
 )
@@ -341,130 +337,10 @@ def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bo
     assert seen is not reading
 
 
-# --- known however launched (issue 37) ---
-
-CLAUDE_TODAY = "@agentclientprotocol/claude-agent-acp"
-
-
-@pytest.mark.parametrize(
-    ("command", "args", "agent", "own_args"),
-    [
-        ("claude-agent-acp", [], "Claude Code", []),
-        ("/usr/local/bin/claude-agent-acp", [], "Claude Code", []),
-        ("C:\\Users\\u\\AppData\\npm\\claude-code-acp.cmd", [], "Claude Code", []),
-        ("npx", ["-y", CLAUDE_TODAY], "Claude Code", []),  # as JetBrains and marimo start it
-        ("npx", ["--yes", f"{CLAUDE_TODAY}@0.101.0"], "Claude Code", []),
-        ("/usr/bin/npx", ["@zed-industries/claude-agent-acp@latest"], "Claude Code", []),
-        ("npx", ["@zed-industries/claude-code-acp"], "Claude Code", []),
-        (
-            "npx",
-            ["-y", "--package", "@agentclientprotocol/codex-acp@2.6.0", "codex-acp"],
-            "Codex",
-            [],
-        ),
-        (
-            "npx",
-            ["--package=@zed-industries/codex-acp", "codex-acp", "-c", "x=1"],
-            "Codex",
-            ["-c", "x=1"],
-        ),
-        ("npx", ["-y", "--", "@agentclientprotocol/codex-acp"], "Codex", []),
-        ("bunx", [CLAUDE_TODAY], "Claude Code", []),
-        ("pnpm", ["dlx", "@google/gemini-cli@0.61.0", "--acp"], "Gemini CLI", ["--acp"]),
-        ("pnpx", ["opencode-ai", "acp"], "OpenCode", ["acp"]),
-        ("yarn", ["dlx", "-q", "opencode-ai@latest", "acp"], "OpenCode", ["acp"]),
-        ("uvx", ["--from", "some-goose", "goose", "acp"], "Goose", ["acp"]),
-        ("node", [f"/opt/node_modules/{CLAUDE_TODAY}/dist/index.js"], "Claude Code", []),
-        (
-            "/usr/bin/node",
-            ["--no-warnings", "/srv/claude-agent-acp/dist/index.js"],
-            "Claude Code",
-            [],
-        ),
-        ("node", ["/x/node_modules/@zed-industries/codex-acp/bin/codex-acp.js"], "Codex", []),
-        (f"/opt/node_modules/{CLAUDE_TODAY}/dist/index.js", [], "Claude Code", []),
-        ("gemini", ["--experimental-acp"], "Gemini CLI", ["--experimental-acp"]),
-    ],
-)
-def test_an_adapter_is_known_however_it_is_launched(
-    command: str, args: list[str], agent: str, own_args: list[str]
-) -> None:
-    launch = launched(command, args)
-    assert launch is not None
-    assert (launch.adapter.agent, list(launch.args)) == (agent, own_args)
-    setup = asking_setup(command, args)
-    assert setup is not None
-    assert setup.agent == agent
-
-
-@pytest.mark.parametrize(
-    ("command", "args"),
-    [
-        ("npx", ["claude-agent-acp"]),  # a bare name npx would fetch: not the adapter's package
-        ("npx", ["-y", "@someone/claude-agent-acp"]),
-        ("npx", ["--package", CLAUDE_TODAY, "something-else"]),
-        ("npx", ["-y"]),
-        ("pnpm", ["install", CLAUDE_TODAY]),  # not `dlx`
-        ("yarn", [CLAUDE_TODAY]),
-        ("pnpm", ["dlx", "@google/gemini-cli"]),  # not its ACP face
-        ("npx", ["opencode-ai", "run"]),
-        ("node", ["/srv/my-agent/dist/index.js"]),
-        ("node", []),
-        ("python", ["-m", "claude_agent_acp"]),
-        ("my-agent", ["--acp"]),
-    ],
-)
-def test_a_launch_conch_does_not_know_is_unknown(command: str, args: list[str]) -> None:
-    assert launched(command, args) is None
-    assert asking_setup(command, args) is None
-
-
-def _hello(name: str | None, version: str | None = None) -> schema.InitializeResponse:
-    info = None if name is None else schema.Implementation(name=name, version=version or "1")
-    return schema.InitializeResponse(protocol_version=1, agent_info=info)
-
-
-@pytest.mark.parametrize(
-    ("agent", "name", "agreed"),
-    [
-        ("Claude Code", "@agentclientprotocol/claude-agent-acp", True),  # today's (0.101)
-        ("Claude Code", "@zed-industries/claude-agent-acp", True),  # last month's (0.23)
-        ("Codex", "@agentclientprotocol/codex-acp", True),
-        ("Codex", "codex-acp", True),
-        ("Gemini CLI", "gemini-cli", True),  # what `gemini --acp` 0.61 says
-        ("OpenCode", "OpenCode", True),
-        ("Goose", "goose", True),
-        ("Claude Code", "@agentclientprotocol/codex-acp", False),
-        ("Codex", "my-agent", False),
-        ("Gemini CLI", "gemini-cli-but-not", False),
-        ("Mine", "mine", False),  # no adapter Conch knows
-    ],
-)
-def test_what_an_agent_says_it_is_must_agree(agent: str, name: str, agreed: bool) -> None:
-    said = said_info(_hello(name, "2.6.0"))
-    assert said == {"name": name, "version": "2.6.0"}
-    assert agrees(agent, said) is agreed
-
-
-def test_saying_nothing_agrees_and_what_it_said_is_plain_words() -> None:
-    assert said_info(_hello(None)) is None
-    assert said_info(None) is None
-    assert agrees("Claude Code", None)
-    said = said_info(_hello("evil\n\x1b[31mname" + "x" * 300, "1.0\u202e"))
-    assert said is not None
-    assert "\n" not in said["name"]
-    assert "\x1b" not in said["name"]
-    assert len(said["name"]) <= 100
-    words = disowned_words("Claude", "Claude Code", {"name": "my-agent", "version": "9"})
-    assert words.startswith("Claude gets no turn in a Read chat")
-    assert "“my-agent 9”" in words
-    assert "Claude Code" in words
-
-
 def test_known_agents_name_todays_packages() -> None:
     about = " ".join(k.about for k in KNOWN_AGENTS)
     for package in (
-        CLAUDE_TODAY,
+        "@agentclientprotocol/claude-agent-acp",
         "@agentclientprotocol/codex-acp",
         "@google/gemini-cli",
         "opencode-ai",
