@@ -74,6 +74,16 @@ export function saidWords(status) {
   return status.known_as ? ` · says it is ${named}` : ` · says it is ${named}: unknown to Conch, no turn in a Read chat`;
 }
 
+/**
+ * One coding agent found on this machine, as the form offers it: what it is, what Conch runs,
+ * and where it comes from (its npm package today, the Node it wants).
+ * @param {Found} found
+ */
+export function foundWords(found) {
+  const run = [found.command, ...found.args].join(" ");
+  return found.about ? `${found.label} (${run}) · ${found.about}` : `${found.label} (${run})`;
+}
+
 /** The form's ACP part. */
 export function acpFields() {
   const found = /** @type {HTMLSelectElement} */ (h("select", { name: "acp_found" }));
@@ -103,10 +113,7 @@ export function acpFields() {
   function setFound(list) {
     known = list;
     const none = list.length ? "Type a command below" : "None found on PATH: type a command below";
-    found.replaceChildren(
-      h("option", { value: "", text: none }),
-      ...list.map((f, i) => h("option", { value: String(i), text: `${f.label} (${[f.command, ...f.args].join(" ")})` })),
-    );
+    found.replaceChildren(h("option", { value: "", text: none }), ...list.map((f, i) => h("option", { value: String(i), text: foundWords(f) })));
   }
   setFound([]);
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { acpAnnouncement, acpHead, acpOutputParts, kindWords } from "../acp.js";
-import { acpCardWords, envOf } from "../settings-acp.js";
+import { acpCardWords, envOf, foundWords } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
 const asking = {
@@ -92,4 +92,10 @@ test("a coding agent's card shows the name and version it gave", () => {
   // An agent that says nothing: nothing is shown.
   agent.acp = { started: true, problem: null, said: null, known_as: null };
   assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started`);
+});
+
+test("a coding agent found on this machine says where it comes from", () => {
+  const about = "Anthropic's coding agent (npm: @agentclientprotocol/claude-agent-acp; Node 22)";
+  assert.equal(foundWords({ label: "Claude Code", command: "claude-agent-acp", args: [], about }), `Claude Code (claude-agent-acp) · ${about}`);
+  assert.equal(foundWords({ label: "Gemini CLI", command: "gemini", args: ["--acp"] }), "Gemini CLI (gemini --acp)");
 });
