@@ -59,7 +59,29 @@ export function acpCardWords(agent) {
   const env = (provider.env_names || []).length ? ` · env: ${provider.env_names.join(", ")}` : "";
   // Seen changing something without asking where the chat wanted a question (issue 31).
   const unasked = status?.acts_unasked ? " · acts without asking" : "";
-  return `coding agent (ACP) · ${run} · ${state}${unasked}${env}`;
+  return `coding agent (ACP) · ${run} · ${state}${saidWords(status)}${unasked}${env}`;
+}
+
+/**
+ * What the agent said it is when it started (`initialize`'s agentInfo, issue 37): its name and
+ * version, and, when that is not the agent Conch took its command for, that it is unknown.
+ * @param {any} status
+ */
+export function saidWords(status) {
+  const said = status?.said;
+  if (!said?.name) return "";
+  const named = [said.name, said.version].filter(Boolean).join(" ");
+  return status.known_as ? ` · says it is ${named}` : ` · says it is ${named}: unknown to Conch, no turn in a Read chat`;
+}
+
+/**
+ * One coding agent found on this machine, as the form offers it: what it is, what Conch runs,
+ * and where it comes from (its npm package today, the Node it wants).
+ * @param {Found} found
+ */
+export function foundWords(found) {
+  const run = [found.command, ...found.args].join(" ");
+  return found.about ? `${found.label} (${run}) · ${found.about}` : `${found.label} (${run})`;
 }
 
 /** The form's ACP part. */
@@ -91,10 +113,7 @@ export function acpFields() {
   function setFound(list) {
     known = list;
     const none = list.length ? "Type a command below" : "None found on PATH: type a command below";
-    found.replaceChildren(
-      h("option", { value: "", text: none }),
-      ...list.map((f, i) => h("option", { value: String(i), text: `${f.label} (${[f.command, ...f.args].join(" ")})` })),
-    );
+    found.replaceChildren(h("option", { value: "", text: none }), ...list.map((f, i) => h("option", { value: String(i), text: foundWords(f) })));
   }
   setFound([]);
 

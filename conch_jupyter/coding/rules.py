@@ -28,7 +28,11 @@ But an agent asks only what its own settings say (a user's `allow` rule, OpenCod
   over MCP (`conch_tool`) passes; the tool's own rule (NotebookTools) asks, once.
 
 `command_refusal` is the one place that says whether a command may be run at all (the
-administrator's policy hooks in there).
+administrator's policy hooks in there). Which adapter a command starts, and whether the agent
+agrees when it names itself, is launch.py's.
+
+It stays whole (past 500 lines): every answer Conch gives a coding agent's question, and what
+the watch counts as a change, are read together here, one table beside the next.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import Any, Literal
 
 from ..notebook.rules import NOTEBOOK_TOOLS, Ending
 from ..store.rows import Mode
+from .launch import launched
 
 Permission = Literal["allow", "ask", "refuse"]
 
@@ -90,15 +95,19 @@ KNOWN_AGENTS: tuple[KnownAgent, ...] = (
         "Claude Code",
         "claude-agent-acp",
         (),
-        "Anthropic's coding agent (@zed-industries/claude-agent-acp)",
+        "Anthropic's coding agent (npm: @agentclientprotocol/claude-agent-acp; Node 22)",
     ),
     KnownAgent(
         "Claude Code", "claude-code-acp", (), "Anthropic's coding agent (the adapter's older name)"
     ),
-    KnownAgent("Codex", "codex-acp", (), "OpenAI's coding agent (@zed-industries/codex-acp)"),
-    KnownAgent("Gemini CLI", "gemini", ("--acp",), "Google's coding agent"),
+    KnownAgent(
+        "Codex", "codex-acp", (), "OpenAI's coding agent (npm: @agentclientprotocol/codex-acp)"
+    ),
+    KnownAgent(
+        "Gemini CLI", "gemini", ("--acp",), "Google's coding agent (npm: @google/gemini-cli)"
+    ),
     KnownAgent("Goose", "goose", ("acp",), "Block's open-source agent"),
-    KnownAgent("OpenCode", "opencode", ("acp",), "the open-source coding agent"),
+    KnownAgent("OpenCode", "opencode", ("acp",), "the open-source coding agent (npm: opencode-ai)"),
 )
 
 
@@ -113,9 +122,27 @@ OPENCODE_ASK = ("edit", "bash", "external_directory")
 # unasked. A mode name is no lock: Claude's `plan` lets every tool pass wherever bypass is
 # available, so it counts too.
 SKIPPING_MODES = frozenset(
-    {"bypassPermissions", "acceptEdits", "dontAsk", "plan", "full-access", "yolo", "autoEdit"}
+    {
+        "bypassPermissions",
+        "acceptEdits",
+        "dontAsk",
+        "plan",
+        # Claude Code 0.101's default: a classifier, not the user, approves what it judges safe.
+        "auto",
+        "full-access",
+        # Codex 2.6: `agent` is "Auto review" (a side call to the model answers its approvals),
+        # `agent-full-access` never asks, `workspace-write` (like the older Codex's `auto`)
+        # edits the notebook's folder unasked: only `read-only` asks before every change.
+        "agent",
+        "agent-full-access",
+        "workspace-write",
+        "yolo",
+        "autoEdit",
+    }
 )
-# Where Conch moves an agent that starts in one of them: the first of these it offers.
+# Where Conch moves an agent that starts in one of them: the first of these it offers (Codex
+# 2.6's `read-only` has the user as its approvals reviewer, and its sandbox lets nothing change
+# unasked).
 ASKING_MODES = ("default", "read-only", "ask", "approve", "build")
 
 
@@ -130,27 +157,24 @@ class AskingSetup:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _program(command: str) -> str:
-    name = os.path.basename(command.strip())
-    return name[:-4] if name.lower().endswith(".cmd") else name
-
-
 def asking_setup(command: str, args: Sequence[str] = ()) -> AskingSetup | None:
-    """The agent's own setting that makes it ask before every change; None when Conch knows
-    none for this command (then it gets no turn in a Read chat)."""
-    program = _program(command)
-    if program in ("claude-agent-acp", "claude-code-acp"):
+    """The agent's own setting that makes it ask before every change, however it is launched
+    (`launched`); None when Conch knows none for this command (then it gets no turn in a Read
+    chat). Its arguments go after the command's own (a package runner passes them on)."""
+    launch = launched(command, args)
+    agent = launch.adapter.agent if launch is not None else None
+    if agent == "Claude Code":
         settings = {"permissions": {"ask": list(CLAUDE_ASK)}}
         options = {"extraArgs": {"settings": json.dumps(settings)}}
         return AskingSetup("Claude Code", meta={"claudeCode": {"options": options}})
-    if program == "codex-acp":
+    if agent == "Codex":
         return AskingSetup("Codex", args=("-c", 'approval_policy="untrusted"'))
-    if program == "opencode" and "acp" in args:
+    if agent == "OpenCode":
         permission = {name: "ask" for name in OPENCODE_ASK}
         return AskingSetup("OpenCode", env={"OPENCODE_PERMISSION": json.dumps(permission)})
-    if program == "goose" and "acp" in args:
+    if agent == "Goose":
         return AskingSetup("Goose", env={"GOOSE_MODE": "approve"})
-    if program == "gemini" and ("--acp" in args or "--experimental-acp" in args):
+    if agent == "Gemini CLI":
         return AskingSetup("Gemini CLI", args=("--approval-mode", "default"))
     return None
 
@@ -194,8 +218,9 @@ def conch_tool(
     the agent's own naming counts, never words a model can choose: a call of any other kind (a
     command, an edit) is never one; where the agent names the tool or gives its server and tool,
     that alone decides; a title decides only as a whole (Claude's title for a command is the
-    command, which could hold the tool's name)."""
-    if kind not in (None, "other"):
+    command, which could hold the tool's name). Codex 2.6 reports an MCP call as kind `execute`
+    with its server and tool as the input (no command): that, and only that, counts too."""
+    if kind not in (None, "other") and not _mcp_input(kind, raw_input):
         return None
     if meta_tool is not None:
         named: str = meta_tool
@@ -208,6 +233,31 @@ def conch_tool(
         named = title.strip()
     found = _CONCH_TOOL.fullmatch(named)
     return found.group(1) if found and found.group(1) in _NOTEBOOK_TOOL_NAMES else None
+
+
+def _mcp_input(kind: str | None, raw_input: Any) -> bool:
+    """Codex 2.6's MCP call: kind `execute`, its input the server, tool and arguments the
+    adapter put there, and no command in it."""
+    return (
+        kind == "execute"
+        and isinstance(raw_input, Mapping)
+        and "server" in raw_input
+        and "tool" in raw_input
+        and not ({"command", "cmd"} & set(raw_input))
+    )
+
+
+# The agents' own tool searches, by the name the agent gives the call (Claude Code 0.101's
+# `ToolSearch`): they only load the schemas of deferred tools, so they read.
+TOOL_SEARCHES = frozenset({"ToolSearch"})
+
+
+def own_kind(kind: str | None, meta_tool: str | None) -> str | None:
+    """A tool call's kind, where the agent's own name for the call says more than the kind it
+    reported: its tool search (kind `other`) is a `search`."""
+    if kind in (None, "other") and meta_tool in TOOL_SEARCHES:
+        return "search"
+    return kind
 
 
 # Commands that only read, as an agent's own rules let them run unasked (Codex's "known safe"

@@ -62,6 +62,7 @@ from ..providers.base import ProviderConfig, ProviderError, Usage
 from ..store.chats import Store
 from ..store.hub import Hub
 from .connection import AgentProcess, ChatSession, McpServer, SessionUpdate, cancelled
+from .launch import read_turn_disowned, said_status
 from .mcp import McpEndpoint
 from .meter import reported_usd
 from .rules import (
@@ -182,6 +183,11 @@ class CodingAgents:
             reply_chars=self.reply_chars,
         )
         process, session = await self._session(conversation_id, agent, provider, path, turn)
+        disowned = read_turn_disowned(agent.name, setup.agent if setup else None, process.hello)
+        if disowned is not None and conversation is not None and conversation.mode == "read":
+            session.turn = None
+            self._idle_later(process)
+            raise ProviderError(disowned)
         if session.binding is not None:  # its MCP calls count in this turn, under this place
             session.binding.caller, session.binding.calls = turn.caller, 0
             session.binding.in_turn = True
@@ -408,6 +414,7 @@ class CodingAgents:
             "started": True,
             "problem": None,
             "seconds": round(self.clock() - started, 3),
+            **said_status(setup.agent if setup else None, process.hello),
         }
         return process
 

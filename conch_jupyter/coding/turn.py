@@ -28,7 +28,7 @@ from acp import schema
 from ..core.text import clean_text
 from ..notebook.rules import Ending
 from ..notebook.service import Caller
-from .rules import TOOL_LINES, about_of, command_of, conch_tool, detail_of
+from .rules import TOOL_LINES, about_of, command_of, conch_tool, detail_of, own_kind
 
 # All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
 REPLY_CHARS = 2_000_000
@@ -146,6 +146,7 @@ class CodingTurn:
             call.about = clean_text(about)
         meta = getattr(update, "field_meta", None) or {}
         named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
+        call.kind = own_kind(call.kind, named if isinstance(named, str) else None)
         found = conch_tool(
             call.title, named if isinstance(named, str) else None, update.raw_input, call.kind
         )

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { acpAnnouncement, acpHead, acpOutputParts, kindWords } from "../acp.js";
-import { acpCardWords, envOf } from "../settings-acp.js";
+import { acpCardWords, envOf, foundWords } from "../settings-acp.js";
 import { ToolState, toolItem } from "../tools.js";
 
 const asking = {
@@ -80,4 +80,22 @@ test("a coding agent's card says when it acts without asking", () => {
   assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started");
   agent.acp = { ...agent.acp, acts_unasked: true };
   assert.equal(acpCardWords(agent), "coding agent (ACP) · opencode acp · started · acts without asking");
+});
+
+test("a coding agent's card shows the name and version it gave", () => {
+  const said = { name: "@agentclientprotocol/claude-agent-acp", title: "Claude Agent", version: "0.101.0" };
+  const agent = { provider: { command: "npx", args: ["-y", said.name] }, acp: { started: true, problem: null, said, known_as: "Claude Code" } };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started · says it is ${said.name} 0.101.0`);
+  // Not the agent its command looks like: unknown, said so.
+  agent.acp = { ...agent.acp, said: { name: "my-agent", version: "9" }, known_as: null };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started · says it is my-agent 9: unknown to Conch, no turn in a Read chat`);
+  // An agent that says nothing: nothing is shown.
+  agent.acp = { started: true, problem: null, said: null, known_as: null };
+  assert.equal(acpCardWords(agent), `coding agent (ACP) · npx -y ${said.name} · started`);
+});
+
+test("a coding agent found on this machine says where it comes from", () => {
+  const about = "Anthropic's coding agent (npm: @agentclientprotocol/claude-agent-acp; Node 22)";
+  assert.equal(foundWords({ label: "Claude Code", command: "claude-agent-acp", args: [], about }), `Claude Code (claude-agent-acp) · ${about}`);
+  assert.equal(foundWords({ label: "Gemini CLI", command: "gemini", args: ["--acp"] }), "Gemini CLI (gemini --acp)");
 });

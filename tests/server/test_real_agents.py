@@ -5,13 +5,17 @@ a real Jupyter server against a scripted model on loopback that speaks each one'
 (`touch made.txt`); what the agent does with it is the agent's own, under Conch's setting.
 
 Their own settings are a user's who lets them do anything (Claude's `settings.json` allows Bash
-and starts in bypassPermissions; OpenCode's defaults run bash unasked): the chat's mode holds all
-the same.
+and starts in bypassPermissions; OpenCode's defaults run bash unasked), or today's adapters' own
+defaults (Claude Code 0.101 starts in `auto`, where a classifier approves; Codex 2.6 in `agent`,
+where a side call to the model does): the chat's mode holds all the same. Claude Code and Codex
+run in two releases each (`RELEASES`: today's from the `@agentclientprotocol` scope, last month's
+pin); the key proofs run on both, the rest on today's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,35 +52,81 @@ def script(models: ScriptedModels) -> Script:
     return scripted
 
 
-def permissive(name: str, home: Path) -> dict[str, Any]:
-    """The agent's own settings as a user's who lets it do anything."""
+def permissive(name: str, home: Path, *, own_default: bool = False) -> dict[str, str]:
+    """The agent's own settings as a user's who lets it do anything; with `own_default`, the
+    mode it starts in is its own default instead (today's: Claude's `auto`, Codex's `agent`).
+    Returns the environment that says so."""
     if name == "claude":
         settings = home / ".claude" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
-        allow = {"allow": ["Bash", "Write", "Edit"], "defaultMode": "bypassPermissions"}
+        allow: dict[str, Any] = {"allow": ["Bash", "Write", "Edit"]}
+        if not own_default:
+            allow["defaultMode"] = "bypassPermissions"
         settings.write_text(json.dumps({"permissions": allow}))
+    if name == "codex" and not own_default:
+        return {"INITIAL_AGENT_MODE": "agent-full-access"}  # codex-acp 2.6's own setting
     return {}
 
 
-async def add_real(api: Api, name: str, models: ScriptedModels, home: Path, **extra: Any) -> str:
-    permissive(name, home)
-    provider = real_agents.provider(name, models, home, **extra)
+async def add_real(
+    api: Api,
+    name: str,
+    models: ScriptedModels,
+    home: Path,
+    *,
+    release: str = "today",
+    own_default: bool = False,
+    **extra: Any,
+) -> str:
+    env = permissive(name, home, own_default=own_default)
+    extra["env"] = {**env, **extra.get("env", {})}
+    provider = real_agents.provider(name, models, home, release=release, **extra)
     body = {"name": name.title(), "persona": "writes the code", "provider": provider}
     status, agent = await api("POST", "agents", body)
     assert status == 201, agent
     return str(agent["id"])
 
 
-def use(script: Script, name: str) -> None:
-    script.calls = {"RUNIT": RUN[name]}
+# The key proofs run on each release of the adapters that have two (today's and last month's).
+RELEASED = [
+    pytest.param(name, release, id=f"{name}-{release}")
+    for name in ("claude", "codex", "gemini", "opencode")
+    for release in real_agents.RELEASES[name]
+]
 
 
-@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "opencode"])
+def codex_sandbox(script: Script) -> str:
+    """What today's Codex tells its model of its sandbox in the turn's request (its
+    `<permission_profile>`): the mode it runs in, as Codex itself applies it."""
+    found = re.findall(r"<permission_profile.*?</permission_profile>", json.dumps(script.seen))
+    assert found, "no request of the turn said its sandbox"
+    return str(found[-1]).replace('\\"', '"')
+
+
+# Codex 2.6's `read-only`: the notebook's folder may be read, nothing written.
+READ_ONLY = (
+    '<permission_profile type="managed"><file_system type="restricted">'
+    '<entry access="read"><special>:root</special></entry></file_system></permission_profile>'
+)
+
+
+def use(script: Script, name: str, release: str = "today") -> None:
+    script.calls = {"RUNIT": real_agents.run_call(name, release)}
+
+
+@pytest.mark.parametrize(("name", "release"), RELEASED)
 async def test_in_read_no_real_agent_changes_a_file(
-    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
+    api: Api,
+    models: ScriptedModels,
+    script: Script,
+    jp_root_dir: Path,
+    tmp_path: Path,
+    name: str,
+    release: str,
 ) -> None:
-    use(script, name)
-    await add_real(api, name, models, tmp_path / "home")
+    """Today's Claude and Codex start in their own defaults here (`auto`, `agent`)."""
+    use(script, name, release)
+    await add_real(api, name, models, tmp_path / "home", release=release, own_default=True)
     chat_id = await coding_chat(api, mode="read")
     await say(api, chat_id, f"@{name.title()} RUNIT please")
     chat = await settled(api, chat_id, 180)
@@ -84,24 +134,42 @@ async def test_in_read_no_real_agent_changes_a_file(
     assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
     [(kind, _, state)] = [line for line in tool_lines(chat) if line[0] == "execute"]
     assert (kind, state) == ("execute", "refused")
+    if (name, release) == ("codex", "today"):  # moved out of `agent`, its own default
+        assert codex_sandbox(script) == READ_ONLY
     if name in ("claude", "gemini"):  # Codex's and OpenCode's "no" ends their turn unsaid
         assert replies(chat, name)[-1].endswith("Done.")
 
 
-@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "opencode"])
+@pytest.mark.parametrize(("name", "release"), RELEASED)
 async def test_in_ask_the_change_waits_for_the_users_yes(
-    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
+    api: Api,
+    models: ScriptedModels,
+    script: Script,
+    jp_root_dir: Path,
+    tmp_path: Path,
+    name: str,
+    release: str,
 ) -> None:
-    use(script, name)
-    await add_real(api, name, models, tmp_path / "home")
+    """The user's own most permissive mode (Claude's bypassPermissions, Codex 2.6's
+    agent-full-access) holds no more than the defaults."""
+    use(script, name, release)
+    await add_real(api, name, models, tmp_path / "home", release=release)
     chat_id = await coding_chat(api, mode="ask")
     await say(api, chat_id, f"@{name.title()} RUNIT please")
     [entry] = await asking(api, chat_id, 150)  # a real agent's start: seconds, on a busy machine
     assert not (jp_root_dir / "made.txt").exists()
     # The question says what will happen, once; the agent's own words apart.
-    assert (entry["kind"], entry["detail"]) == ("execute", "$ touch made.txt")
+    assert entry["kind"] == "execute"
+    [command, *where] = entry["detail"].splitlines()
+    assert command == "$ touch made.txt"
+    # Claude Code 0.101 also names the file the command touches, as the call's location.
+    assert where == (
+        [str(jp_root_dir / "made.txt")] if (name, release) == ("claude", "today") else []
+    )
     # Claude, Gemini and OpenCode describe the call; Codex's title is the command itself.
     assert entry["title"] == ("touch made.txt" if name == "codex" else "Make a file")
+    if (name, release) == ("codex", "today"):  # moved out of `agent-full-access`
+        assert codex_sandbox(script) == READ_ONLY
     await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
     chat = await settled(api, chat_id, 180)
     assert (jp_root_dir / "made.txt").exists()
@@ -140,12 +208,20 @@ async def test_opencode_run_as_conch_cannot_set_it_is_watched(
     assert agent["acp"]["acts_unasked"] is True
 
 
-@pytest.mark.parametrize("name", ["claude", "codex"])
+@pytest.mark.parametrize(("name", "release"), RELEASED[:4])
 async def test_it_reads_the_notebook_through_conch_in_read(
-    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path, name: str
+    api: Api,
+    models: ScriptedModels,
+    script: Script,
+    jp_root_dir: Path,
+    tmp_path: Path,
+    name: str,
+    release: str,
 ) -> None:
     """Claude labels Conch's MCP tool `other`, Codex gives it no kind: its question is answered
-    by the tool's own rule (reading passes in every mode), not refused as an action."""
+    by the tool's own rule (reading passes in every mode), not refused as an action. Today's
+    releases defer MCP tools behind their own tool search (Claude's `ToolSearch`, Codex's
+    `tool_search`): the model finds the notebook's tools there first, as a real one would."""
     (jp_root_dir / "nb.ipynb").write_text(
         json.dumps(
             {
@@ -166,7 +242,7 @@ async def test_it_reads_the_notebook_through_conch_in_read(
         )
     )
     script.calls = {"RUNIT": ("read_notebook", {})}
-    await add_real(api, name, models, tmp_path / "home")
+    await add_real(api, name, models, tmp_path / "home", release=release)
     chat_id = await coding_chat(api, mode="read", path="nb.ipynb")
     await say(api, chat_id, f"@{name.title()} RUNIT please")
     chat = await settled(api, chat_id, 180)
@@ -176,8 +252,13 @@ async def test_it_reads_the_notebook_through_conch_in_read(
     ]
     assert notebook_lines == [("read_notebook", "ran")]
     assert replies(chat, name)[-1].endswith("Done.")
-    # What the tool answered reached the model as the tool's result.
-    assert "x = 41" in json.dumps(script.seen[-1])
+    # What the tool answered reached the model as the tool's result (Codex 2.6 may make a side
+    # request after the turn: the one that answered).
+    [answered] = [
+        b for b in script.seen if "Done." not in json.dumps(b) and "x = 41" in json.dumps(b)
+    ]
+    assert real_agents._last_is_tool_result(answered)
+    assert script.searched == (["read_notebook"] if release == "today" else [])
 
 
 async def test_after_stop_claudes_next_reply_holds_only_its_own_words(
@@ -285,3 +366,62 @@ async def test_an_idle_codex_ends_and_resumes_the_chats_session(
     last = json.dumps(script.seen[-1])
     assert "PINEAPPLE" in last  # Codex's own memory of the first turn
     assert last.count("remember PINEAPPLE") == 1  # … not sent again by Conch
+
+
+# --- known however launched (issue 37) ---
+
+
+async def test_npx_claude_is_set_up_as_claude_code_and_its_card_shows_what_it_said(
+    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path
+) -> None:
+    """As JetBrains and marimo start it: `npx -y @agentclientprotocol/claude-agent-acp` (here
+    from the notebook project's own node_modules, so npx fetches nothing). Conch knows it as
+    Claude Code: its asking setup holds in Read, and its card shows the name and version it
+    gave in `initialize`."""
+    use(script, "claude")
+    (jp_root_dir / "package.json").write_text(
+        json.dumps({"private": True, "dependencies": {real_agents.package_of("claude"): "*"}})
+    )
+    (jp_root_dir / "node_modules").symlink_to(real_agents.ADAPTERS / "node_modules")
+    offline = {"npm_config_offline": "true", "npm_config_update_notifier": "false"}
+    package = real_agents.package_of("claude")
+    await add_real(
+        api, "claude", models, tmp_path / "home", command="npx", args=["-y", package], env=offline
+    )
+    chat_id = await coding_chat(api, mode="read")
+    await say(api, chat_id, "@Claude RUNIT please")
+    chat = await settled(api, chat_id, 180)
+    assert not (jp_root_dir / "made.txt").exists()
+    [(kind, _, state)] = [line for line in tool_lines(chat) if line[0] == "execute"]
+    assert (kind, state) == ("execute", "refused")
+    assert replies(chat, "claude")[-1].endswith("Done.")
+    _, agent = await api("GET", "agents/claude")
+    said = agent["acp"]["said"]
+    assert said["name"] in real_agents.RELEASES["claude"].values()
+    assert said["version"] == real_agents.version_of("claude")
+    assert agent["acp"]["known_as"] == "Claude Code"
+
+
+async def test_an_agent_that_says_it_is_another_gets_no_read_turn(
+    api: Api, models: ScriptedModels, script: Script, jp_root_dir: Path, tmp_path: Path
+) -> None:
+    """A program named `codex-acp` that is Claude Code's adapter: Conch took it for Codex, but
+    it names itself in `initialize`, so the setting Conch gave it may mean nothing to it. It
+    gets no Read turn, said in words naming what it said it is; in Ask it works, watched."""
+    use(script, "claude")
+    alias = tmp_path / "bin" / "codex-acp"
+    alias.parent.mkdir()
+    alias.symlink_to(real_agents.command("claude"))
+    await add_real(api, "claude", models, tmp_path / "home", command=str(alias))
+    chat_id = await coding_chat(api, mode="read")
+    await say(api, chat_id, "@Claude RUNIT please")
+    chat = await settled(api, chat_id, 180)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    said = f"{real_agents.package_of('claude')} {real_agents.version_of('claude')}"
+    assert "Claude gets no turn in a Read chat: its command looks like Codex" in notes[-1]
+    assert f"it says it is “{said}”" in notes[-1]
+    assert not (jp_root_dir / "made.txt").exists()
+    assert not replies(chat, "claude")
+    _, agent = await api("GET", "agents/claude")
+    assert agent["acp"]["said"]["name"] == real_agents.package_of("claude")
+    assert agent["acp"]["known_as"] is None

@@ -51,6 +51,12 @@ class Reply:
     # Tool calls after the text, each streamed in the provider's own way: (name, arguments),
     # arguments as a dict (sent as JSON in fragments) or a raw string (sent as it is).
     tool_calls: tuple[tuple[str, dict[str, Any] | str], ...] = ()
+    # A search for deferred tools that the client runs (Responses: a `tool_search_call` item,
+    # as Codex offers MCP tools behind its `tool_search`): its arguments, after the text.
+    tool_search: dict[str, Any] | None = None
+    # The Anthropic ids of the tool calls (default `toolu_<n>`): an agent that keeps a turn's
+    # history by id needs each call of a turn to have its own.
+    tool_ids: tuple[str, ...] = ()
 
     def pieces(self) -> list[str]:
         return list(self.chunks) if self.chunks is not None else _PIECES.findall(self.text)
@@ -316,7 +322,8 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str | int]:
     yield len(reply.pieces())
     yield _typed("content_block_stop", index=0)
     for index, (name, arguments) in enumerate(reply.tool_calls, 1):
-        block = {"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": {}}
+        given = reply.tool_ids[index - 1] if index <= len(reply.tool_ids) else None
+        block = {"type": "tool_use", "id": given or f"toolu_{index}", "name": name, "input": {}}
         yield _typed("content_block_start", index=index, content_block=block)
         for piece in _fragments(arguments):
             delta = {"type": "input_json_delta", "partial_json": piece}
@@ -371,6 +378,15 @@ def _responses_events(reply: Reply, model: str) -> Iterator[str | int]:
         call = {**call, "status": "completed", "arguments": whole}
         yield _typed("response.output_item.done", output_index=index, item=call)
         output.append(call)
+    if reply.tool_search is not None:
+        index = len(output)
+        search = {"id": "ts_1", "type": "tool_search_call", "status": "in_progress",
+            "call_id": "search_1", "execution": "client",
+            "arguments": reply.tool_search}  # fmt: skip
+        yield _typed("response.output_item.added", output_index=index, item=search)
+        search = {**search, "status": "completed"}
+        yield _typed("response.output_item.done", output_index=index, item=search)
+        output.append(search)
     tokens_in, tokens_out = reply.usage or (0, 0)
     usage = {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -42,8 +43,11 @@ def test_a_restart_mid_round_forgets_the_round(server: JupyterProcess, how: str)
             assert r.status_code == 202
 
             def writer_streaming() -> bool:
+                """The Writer has the floor and has said its first words (its turn alone is not
+                enough: on a busy machine the stop can come before it said any)."""
                 chat = http.get(server.api(f"conversations/{chat_id}")).json()
-                return bool(chat["round"]) and chat["round"]["speaker"] == "writer"
+                speaking = bool(chat["round"]) and chat["round"]["speaker"] == "writer"
+                return speaking and "slow0" in json.dumps(chat.get("streaming"))
 
             until(writer_streaming)
             before = http.get(server.api(f"conversations/{chat_id}")).json()

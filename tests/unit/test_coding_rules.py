@@ -26,6 +26,7 @@ from conch_jupyter.coding.rules import (
     found_agents,
     mode_to_leave,
     no_read_turn,
+    own_kind,
     permission,
     prompt_text,
     reads_only,
@@ -158,6 +159,22 @@ def test_each_known_agent_is_made_to_ask_through_its_own_setting() -> None:
         ("yolo", ["default", "autoEdit", "yolo", "plan"], "default"),
         ("autoEdit", ["autoEdit", "yolo"], None),  # nothing that asks is offered
         ("build", ["build", "plan"], None),
+        # Today's adapters (FIELD.md): Claude Code 0.101 starts in `auto` (a classifier
+        # approves), Codex 2.6 in `agent` (a side call to the model approves) and offers
+        # `agent-full-access` (never asks): each goes where the user answers.
+        (
+            "auto",
+            ["auto", "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+            "default",
+        ),
+        ("agent", ["read-only", "workspace-write", "agent", "agent-full-access"], "read-only"),
+        (
+            "agent-full-access",
+            ["read-only", "workspace-write", "agent", "agent-full-access"],
+            "read-only",
+        ),
+        ("workspace-write", ["read-only", "workspace-write", "agent"], "read-only"),
+        ("read-only", ["read-only", "workspace-write", "agent", "agent-full-access"], None),
         (None, [], None),
     ],
 )
@@ -217,6 +234,29 @@ def test_a_command_that_names_a_conch_tool_is_no_conch_tool() -> None:
     assert conch_tool("conch-notebook.read_notebook", None, None, "other") == "read_notebook"
     # The server and tool given apart decide, not the title beside them.
     assert conch_tool("mcp__conch-notebook__run_code", None, {"server": "x", "tool": "y"}) is None
+
+
+def test_todays_codex_names_conchs_tool_by_its_server_and_tool() -> None:
+    """Codex 2.6 reports an MCP call as kind `execute`, titled `mcp.<server>.<tool>`, its
+    input the server, tool and arguments: that is Conch's tool; a command never is."""
+    raw = {"server": "conch-notebook", "tool": "read_notebook", "arguments": {}}
+    assert conch_tool("mcp.conch-notebook.read_notebook", None, raw, "execute") == "read_notebook"
+    assert conch_tool("x", None, {**raw, "command": "rm -rf data"}, "execute") is None
+    assert conch_tool("x", None, {**raw, "cmd": "rm -rf data"}, "execute") is None
+    assert conch_tool("x", None, raw, "edit") is None
+    assert conch_tool("x", None, {**raw, "server": "other"}, "execute") is None
+
+
+def test_claudes_tool_search_only_reads() -> None:
+    """Claude Code 0.101 defers MCP tools behind `ToolSearch` (kind `other`): by the agent's
+    own name for the call it is a search, which passes the watch in every mode."""
+    assert own_kind("other", "ToolSearch") == "search"
+    assert own_kind(None, "ToolSearch") == "search"
+    assert own_kind("execute", "ToolSearch") == "execute"  # a command stays a command
+    assert own_kind("other", "Bash") == "other"
+    assert own_kind("other", None) == "other"
+    kind = own_kind("other", "ToolSearch")
+    assert not acted_unasked(mode="read", tainted=True, kind=kind, status="completed", asked=False)
 
 
 def test_a_question_says_what_will_happen_once() -> None:
@@ -295,3 +335,16 @@ def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bo
         mode="ask", tainted=False, kind="execute", status="completed", asked=False, command=command
     )
     assert seen is not reading
+
+
+def test_known_agents_name_todays_packages() -> None:
+    about = " ".join(k.about for k in KNOWN_AGENTS)
+    for package in (
+        "@agentclientprotocol/claude-agent-acp",
+        "@agentclientprotocol/codex-acp",
+        "@google/gemini-cli",
+        "opencode-ai",
+    ):
+        assert package in about
+    for known in KNOWN_AGENTS:  # each one offered is one Conch can make ask
+        assert asking_setup(known.command, known.args) is not None
