@@ -31,7 +31,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,11 +55,13 @@ from .rules import (
     READ_NOTEBOOK,
     RUN_CELL,
     RUN_CODE,
+    RUN_SECONDS,
     SKIPPED_WORDS,
     STILL_BUSY_WORDS,
     STOPPED_WORDS,
     After,
     Ending,
+    Nature,
     cut_output,
     decide,
     header_words,
@@ -470,6 +472,71 @@ class NotebookTools:
             self._set_working(conversation_id, chat, None)
         return await self._end(conversation_id, caller, entry, output, ending, started)
 
+    async def call_outside(
+        self,
+        conversation_id: str,
+        caller: Caller,
+        call: ToolCall,
+        calls_so_far: int,
+        tool: OutsideTool,
+    ) -> str:
+        """One call of a tool of one of your MCP servers, under the same rule, the same asking,
+        bounds and log as the notebook's own tools; return what the model is shown (data).
+        An open-world tool's result taints the chat: someone else's words came in with it."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        conversation = self.store.get_conversation(conversation_id)
+        assert conversation is not None
+        arguments = call.arguments
+        tainted = conversation.tainted is not None
+        verdict = decide(
+            mode=self.mode_of(conversation),
+            tainted=tainted,
+            tool=call.name,
+            calls_so_far=calls_so_far,
+            nature=tool.nature,
+        )
+        started = self.clock()
+        entry: dict[str, Any] = {
+            "call_id": f"t_{uuid.uuid4().hex[:16]}",
+            "agent": caller.agent,
+            "name": caller.name,
+            "tool": call.name[:NAME_LIMIT],
+            "server": tool.server,
+            # The approval shows the arguments in full: what a yes is asked for is what is sent.
+            "code": tool.shown(arguments or {}),
+        }
+        if verdict.action == "refuse":
+            return await self._end(
+                conversation_id, caller, entry, verdict.words, "refused", started
+            )
+        if arguments is None:
+            words = "Not run: the tool's arguments must be a JSON object."
+            return await self._end(conversation_id, caller, entry, words, "refused", started)
+        try:
+            if verdict.action == "ask" and (
+                chat.skipping or not await self._ask(conversation_id, chat, entry)
+            ):
+                return await self._end(
+                    conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started
+                )
+            self._set_working(conversation_id, chat, {**entry, "state": "running"})
+            try:
+                output, ending = await asyncio.wait_for(tool.run(arguments), tool.seconds)
+            except asyncio.TimeoutError:
+                output, ending = outside_timeout_words(tool.server, tool.seconds), "timeout"
+        except asyncio.CancelledError:
+            # Stop: the call is cancelled at the server too (the client's task is cancelled).
+            chat.asking.pop(entry["call_id"], None)
+            await self._end(
+                conversation_id, caller, entry, OUTSIDE_STOPPED_WORDS, "skipped", started
+            )
+            raise
+        finally:
+            self._set_working(conversation_id, chat, None)
+        if ending == "ran" and tool.nature.open_world and not tainted:
+            await self.store.set_taint(conversation_id, {"kind": "tool", "by": call.name})
+        return await self._end(conversation_id, caller, entry, output, ending, started)
+
     # --- inside ---
 
     async def _ask(self, conversation_id: str, chat: _ChatTools, entry: dict[str, Any]) -> bool:
@@ -736,11 +803,11 @@ class NotebookTools:
         self.hub.event(await self.store.add_event(conversation_id, kind, data))
 
 
-# What a tool message keeps of its call (DESIGN.md): the change a write made, the code a run ran.
-# What a tool message keeps of its call: a run's code, a cell write's change, an ACP tool
-# call's title and kind.
+# What a tool message keeps of its call: a run's code (an MCP tool's arguments), a cell write's
+# change, an ACP tool call's title and kind, an MCP tool's server.
 _LOGGED = (
     "tool",
+    "server",
     "call_id",
     "code",
     "cell_id",
@@ -751,6 +818,29 @@ _LOGGED = (
     "title",
     "kind",
 )
+
+
+@dataclass(frozen=True)
+class OutsideTool:
+    """A tool of one of your MCP servers, as the tool loop runs it: what it is for the rule
+    (`nature`, from its annotations), how its arguments are shown in the approval, and how it
+    runs (`run`: the text the model is shown, already fenced as data, and how the call ended)."""
+
+    server: str
+    nature: Nature
+    run: Callable[[dict[str, Any]], Awaitable[tuple[str, Ending]]]
+    shown: Callable[[dict[str, Any]], str]
+    seconds: float = RUN_SECONDS
+
+
+OUTSIDE_STOPPED_WORDS = "Stopped: the user pressed Stop, and the call was cancelled at the server."
+
+
+def outside_timeout_words(server: str, seconds: float) -> str:
+    return (
+        f"Cancelled: the MCP server {server} did not answer within {seconds:g} seconds; the call"
+        " was cancelled at the server."
+    )
 
 
 def _written_words(write: Write) -> str:
