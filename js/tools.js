@@ -12,7 +12,7 @@ import { ACP, acpAsking, acpSummary } from "./acp.js";
  * @typedef {{[key: string]: any}} Item
  * @typedef {"ask" | "auto" | "read"} Mode
  * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string,
- *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string}} Asking
+ *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string, server?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -107,7 +107,9 @@ export class ToolState {
    * go to an outside agent (`send_outside`). @returns {Asking[]}
    */
   approvals() {
-    return [...this.asking.values()].filter((a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === ACP || CELL_TOOLS.has(a.tool));
+    return [...this.asking.values()].filter(
+      (a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === ACP || CELL_TOOLS.has(a.tool) || Boolean(a.server),
+    );
   }
 }
 
@@ -141,6 +143,8 @@ function askingOf(event) {
     const { cell_id, old, after, cell_type } = event;
     return { call_id: String(call_id), agent: String(agent || ""), name, tool, code, cell_id, old, new: event.new, after, cell_type };
   }
+  // A tool of one of your MCP servers: its server, and its arguments (as JSON) as the code.
+  if (typeof event.server === "string" && event.server) return { call_id: String(call_id), agent: String(agent || ""), name, tool, code, server: event.server };
   return { call_id: String(call_id), agent: String(agent || ""), name, tool, code };
 }
 
@@ -160,6 +164,7 @@ export function workingWords(working, name) {
   if (working.tool === "delete_cell") return `${name} is deleting a cell`;
   if (working.tool === "run_cell") return `${name} is running a cell`;
   if (working.tool === "list_variables") return `${name} is looking at the variables`;
+  if (working.server) return `${name} is using ${working.tool} of your MCP server ${working.server}`;
   return `${name} is using a tool`;
 }
 

@@ -117,6 +117,8 @@ class Connection:
         """Start the server and list its tools (the SDK's Tool objects); ServerProblem if not."""
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
+        # Read even when nobody waits any more (a start that timed out fails later).
+        self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task = asyncio.create_task(self._hold(), name=f"conch-mcp-{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), seconds)

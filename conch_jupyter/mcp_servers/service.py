@@ -265,20 +265,20 @@ class McpServerService:
     # --- what a turn is offered ---
 
     async def offer(self, server_ids: Sequence[str]) -> Offer:
-        """The tools of these servers for one turn, started where needed."""
+        """The tools of these servers for one turn, started where needed (all at once)."""
         offer = Offer()
+        rows = [r for r in map(self.store.mcp_servers.get, server_ids) if r is not None]
+        started = await asyncio.gather(
+            *(self._connection(row) for row in rows), return_exceptions=True
+        )
         specs: list[ToolSpec] = []
-        for server_id in server_ids:
-            row = self.store.mcp_servers.get(server_id)
-            if row is None:
-                continue  # removed since the agent was given it
-            try:
-                connection = await self._connection(row)
-                row = self.get(server_id)
-            except (ServerProblem, PolicyRefused) as problem:
-                offer.words.append(_problem_words(problem, row.name))
+        for row, outcome in zip(rows, started, strict=True):
+            if isinstance(outcome, (ServerProblem, PolicyRefused)):
+                offer.words.append(_problem_words(outcome, row.name))
                 continue
-            for tool in row.tools:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            for tool in self.get(row.id).tools:
                 spec = offered_spec(row.name, tool)
                 if spec is None or spec.name in offer.tools:
                     continue
@@ -286,7 +286,6 @@ class McpServerService:
                 offer.tools[spec.name] = OfferedTool(
                     row.id, row.name, str(tool["name"]), tool_nature(tool)
                 )
-            del connection
         offer.specs = tuple(specs)
         return offer
 

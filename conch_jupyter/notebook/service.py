@@ -180,7 +180,8 @@ class NotebookTools:
         self.documents = documents
         self.clock = clock
         self._chats: dict[str, _ChatTools] = {}
-        self._following: set[asyncio.Task[None]] = set()  # stuck runs, until the kernel is done
+        # Stuck runs, until the kernel is done; tool lines, until they are stored.
+        self._following: set[asyncio.Task[None]] = set()
 
     # --- what the user does (through the handlers) ---
 
@@ -535,7 +536,7 @@ class NotebookTools:
             self._set_working(conversation_id, chat, None)
         if ending == "ran" and tool.nature.open_world and not tainted:
             await self.store.set_taint(conversation_id, {"kind": "tool", "by": call.name})
-        return await self._end(conversation_id, caller, entry, output, ending, started)
+        return await self._end(conversation_id, caller, entry, output, ending, started, behind=True)
 
     # --- inside ---
 
@@ -597,6 +598,8 @@ class NotebookTools:
         started: float,
         undo: _Undoable | None = None,
         chat: _ChatTools | None = None,
+        *,
+        behind: bool = False,
     ) -> str:
         # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
         # enters the chat and the model's next request here: cleaned like all text from elsewhere.
@@ -604,7 +607,7 @@ class NotebookTools:
         call = {k: v for k, v in entry.items() if k in _LOGGED}
         if undo is not None:
             call["undo"] = True  # while it can be undone (the user's Undo sets it false)
-        message = await self.store.add_message(
+        queued = self.store.add_message(
             conversation_id,
             "tool",
             shown,
@@ -612,16 +615,36 @@ class NotebookTools:
             round=caller.place,
             tool={**call, "state": ending},
         )
-        if undo is not None and chat is not None:
+        # Queued together, so one commit keeps the message and its event.
+        seconds = round(max(self.clock() - started, 0.0), 3)
+        ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
+        event = self.store.add_event(
+            conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
+        )
+        if behind and undo is None:
+            # An MCP call's line: the model goes on at once; the one writer keeps the message
+            # and its event in order, before anything queued later (the reply), and then they
+            # are published (bench_mcp_call: a commit would be most of a call's overhead).
+            kept = asyncio.create_task(self._publish(queued, event, caller.name))
+            self._following.add(kept)
+            kept.add_done_callback(self._following.discard)
+            return shown
+        message = await queued
+        if chat is not None:
             undo.message = message
             chat.undos[entry["call_id"]] = undo
         self.hub.message(message, caller.name)
-        seconds = round(max(self.clock() - started, 0.0), 3)
-        ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
-        await self._event(
-            conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
-        )
+        self.hub.event(await event)
         return shown
+
+    async def _publish(
+        self, queued: Awaitable[Message], event: Awaitable[Any], name: str | None
+    ) -> None:
+        try:
+            self.hub.message(await queued, name)
+            self.hub.event(await event)
+        except StoreError as error:
+            log.warning("Conch: a tool call's line was not stored: %s", error)
 
     async def _plan(
         self,

@@ -445,7 +445,7 @@ async def test_stop_cancels_a_call_in_flight(api: Api, models: ScriptedModels, m
 async def test_a_server_that_wont_start_or_hangs_at_start_loses_its_tools_in_words(
     api: Api, models: ScriptedModels, marks: Path, conch: ConchServices
 ) -> None:
-    conch.mcp_servers.start_seconds = 2.0
+    conch.mcp_servers.start_seconds = 8.0  # the good one starts well within it, even under load
     missing = await add_server(
         api, {"name": "missing", "transport": "stdio", "command": "no-such-mcp-program"}
     )
@@ -467,9 +467,9 @@ async def test_a_server_that_wont_start_or_hangs_at_start_loses_its_tools_in_wor
     done = await settled(api, chat_id, 90)
     notes = [m["text"] for m in done["messages"] if m["role"] == "note"]
     assert any("missing" in n and "not found" in n for n in notes), notes
-    assert any("slow" in n and "did not answer within 2 seconds" in n for n in notes), notes
+    assert any("slow" in n and "did not answer within 8 seconds" in n for n in notes), notes
     assert any("babble" in n for n in notes), notes
-    assert tool_lines(done) == [("demo__lookup", "ran")]
+    assert tool_lines(done) == [("demo__lookup", "ran")], (tool_outputs(done), notes)
     names = offered(models)
     assert "demo__lookup" in names
     assert not any(n.startswith(("slow__", "babble__")) for n in names)
