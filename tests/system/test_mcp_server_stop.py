@@ -1,7 +1,7 @@
 """No MCP server process outlives the Jupyter server (issue 39): a real `jupyter server` with
 Conch starts your stdio MCP server (the `mcp` SDK's FastMCP; that its children end with it is
-tests/server/test_mcp_servers.py's), and when Jupyter stops (SIGTERM, as a hub or a terminal's Ctrl-C ends it) the
-whole process group is gone. Which processes run is read from /proc, never from Conch."""
+tests/server/test_mcp_servers.py's), and when Jupyter stops (SIGTERM, as a hub or a terminal's
+Ctrl-C ends it) the whole process group is gone. Which processes run is read from /proc."""
 
 from __future__ import annotations
 
