@@ -565,3 +565,24 @@ async def test_over_streamable_http_read_reads_and_ask_asks(
     await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": True})
     await settled(api, chat_id, 60)
     assert (marks / "dropped").read_text() == "t2"
+
+
+# --- the door's guests never get any ---------------------------------------------------------
+
+
+async def test_the_doors_guests_are_offered_no_mcp_tool(
+    api: Api, models: ScriptedModels, marks: Path, jp_http_port: int, jp_base_url: str
+) -> None:
+    from .test_door_server import call, pair, text_message
+
+    server = await add_server(api, stdio_body("demo", marks))
+    agent = await tool_agent(api, models, [server["id"]])
+    models.script(Reply(text="Words only."))
+    made = await pair(api, agent)
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}a2a/{agent}"
+    _, answer = await call(url, made["key"], "SendMessage", text_message("Use your tools.", "k"))
+    assert answer["result"]["task"]["artifacts"][0]["parts"] == [{"text": "Words only."}]
+    [request] = models.requests
+    assert not request.json.get("tools")  # no tool at all, an MCP server's least of all
+    row = (await api("GET", f"mcp-servers/{server['id']}"))[1]
+    assert row["started"] is None  # not even started for a guest
