@@ -21,7 +21,7 @@ import { CELL_TOOLS, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
  * @typedef {import("./tools.js").Asking} Asking
  * @typedef {import("./tools.js").Mode} Mode
  * @typedef {import("./tools.js").Stuck} Stuck
- * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[], stuck: Stuck | null, locked?: import("./policy.js").Locked}} ToolView
+ * @typedef {{mode: Mode, tainted: boolean, taintKind?: string, switchable: boolean, approvals: Asking[], stuck: Stuck | null, locked?: import("./policy.js").Locked}} ToolView
  * @typedef {"interrupt" | "restart"} KernelAction
  * @typedef {{
  *   setMode(mode: Mode): Promise<void>,
@@ -80,7 +80,7 @@ export function modeSwitch(actions) {
     }
     locks.hidden = !off.length;
     locks.textContent = off.join(" ");
-    const said = modeWords(view.mode, view.tainted);
+    const said = modeWords(view.mode, view.tainted, view.taintKind);
     words.textContent = said.words;
     el.classList.toggle("is-guarded", said.guarded);
     el.dataset.mode = view.mode;

@@ -27,11 +27,12 @@ export const MODES = [
 /**
  * What the chat's header says about running code (the server's notebook/rules.py header_words
  * says the same to other clients). Once someone else's words are in the chat, Auto asks again.
- * @param {string} mode @param {boolean} tainted
+ * @param {string} mode @param {boolean} tainted @param {string} [by] the taint's kind ("tool": an MCP tool's result)
  * @returns {{words: string, guarded: boolean}}
  */
-export function modeWords(mode, tainted) {
+export function modeWords(mode, tainted, by = "") {
   if (mode === "read") return { words: "Read: agents can read the notebook but not run code.", guarded: false };
+  if (mode === "auto" && tainted && by === "tool") return { words: "Asking again: what one of your tools brought in is in this chat.", guarded: true };
   if (mode === "auto" && tainted) return { words: "Asking again: an outside agent's words are in this chat.", guarded: true };
   if (mode === "auto") return { words: "Auto: agents run code without asking.", guarded: false };
   return { words: "Ask: every run waits for your yes.", guarded: false };
@@ -43,6 +44,7 @@ export class ToolState {
     /** @type {Mode} */
     this.mode = "ask";
     this.tainted = false;
+    this.taintKind = ""; // "tool" once an MCP tool's result tainted the chat
     // A door chat's mode is not the user's to change (the server answers 404).
     this.switchable = true;
     /** @type {Map<string, Asking>} call_id → the run waiting for a yes, oldest first */
@@ -68,6 +70,7 @@ export class ToolState {
         this.mode = modeOf(chat.mode);
         const heard = (chat.messages || []).some((/** @type {Item} */ m) => m.role === "outside");
         this.tainted = Boolean(chat.tainted) || heard || (item.type === "resumed" && this.tainted);
+        this.taintKind = String(chat.tainted?.kind || (item.type === "resumed" ? this.taintKind : ""));
         this.switchable = (chat.origin || "user") === "user";
         this.asking = new Map((chat.asking || []).map((/** @type {Asking} */ a) => [String(a.call_id), a]));
         this.working = chat.working || null;
@@ -82,7 +85,11 @@ export class ToolState {
       case "event": {
         const event = item.event || {};
         if (event.type === "mode.changed") this.mode = modeOf(event.mode);
-        else if (event.type === "tool.asking" || event.type === "send.asking") this.asking.set(String(event.call_id), askingOf(event));
+        else if (event.type === "chat.tainted") {
+          // What one of your MCP tools brought in: from here Auto asks again.
+          this.tainted = true;
+          this.taintKind = this.taintKind || String(event.kind || "");
+        } else if (event.type === "tool.asking" || event.type === "send.asking") this.asking.set(String(event.call_id), askingOf(event));
         else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
         else if (event.type === "kernel.idle" && this.stuck?.call_id === String(event.call_id)) this.stuck = null;
         else return false;

@@ -535,7 +535,9 @@ class NotebookTools:
         finally:
             self._set_working(conversation_id, chat, None)
         if ending == "ran" and tool.nature.open_world and not tainted:
-            await self.store.set_taint(conversation_id, {"kind": "tool", "by": call.name})
+            taint = {"kind": "tool", "by": call.name}
+            await self.store.set_taint(conversation_id, taint)
+            await self._event(conversation_id, "chat.tainted", taint)
         return await self._end(conversation_id, caller, entry, output, ending, started, behind=True)
 
     # --- inside ---

@@ -28,3 +28,14 @@ test("the policy key mcp locks Settings → Tools in words", () => {
   assert.match(sectionLocks({ mcp: { commands: ["uvx"], urls: [] } }).tools[0], /uvx: set by your administrator/);
   assert.deepEqual(sectionLocks({}).tools, []);
 });
+
+test("an MCP tool's taint says so in the header, live", async () => {
+  const { ToolState, modeWords } = await import("../tools.js");
+  const tools = new ToolState();
+  tools.take({ type: "snapshot", conversation: { mode: "auto", messages: [] } });
+  assert.equal(tools.tainted, false);
+  assert.equal(tools.take({ type: "event", event: { type: "chat.tainted", kind: "tool", by: "web__fetch" } }), true);
+  assert.equal(tools.tainted, true);
+  assert.equal(modeWords("auto", tools.tainted, tools.taintKind).words, "Asking again: what one of your tools brought in is in this chat.");
+  assert.equal(modeWords("auto", true).words, "Asking again: an outside agent's words are in this chat.");
+});

@@ -330,6 +330,9 @@ async def test_an_open_world_read_taints_and_then_every_change_asks_in_every_mod
     assert tool_lines(done) == [("demo__drop_table", "ran"), ("demo__fetch_page", "ran")]
     assert (marks / "dropped").read_text() == "first"
     assert done["tainted"] == {"kind": "tool", "by": "demo__fetch_page"}
+    [event] = [e for e in done["events"] if e["type"] == "chat.tainted"]  # said live, once
+    assert (event["kind"], event["by"]) == ("tool", "demo__fetch_page")
+    assert done["mode_words"] == "Asking again: what one of your tools brought in is in this chat."
     page = tool_outputs(done)[1]
     assert INJECTION in page
     assert "Untrusted" in page
