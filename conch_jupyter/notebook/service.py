@@ -23,6 +23,15 @@ so: its tool message says the kernel is still busy, and the chat is `stuck` (eve
 `kernel.stuck`, listed as `stuck: {call_id, agent, name, words}`) until the kernel is done with
 it, when a note says how (event `kernel.idle {…, after}`). Meanwhile the user — only the user:
 the handlers refuse the kernel key — may interrupt it again or restart the kernel.
+
+A tool of one of your MCP servers goes through the same door (`call_outside`): the one rule of
+every tool (rules.py `decide`, with the tool's nature from its annotations), the same asking,
+deadline, Stop and log; its result taints the chat when the tool is open-world.
+
+Why it stays whole for now (over 500 lines): what asks, what works, what is stuck and what can be
+undone are one state per chat that every kind of call shares and Stop and writing in the chat
+act on at once. Splitting it into rooms (the asking, the cell writes, the stuck runs) is left
+for later.
 """
 
 from __future__ import annotations
