@@ -70,7 +70,7 @@ export function toolsSection(source, list) {
   );
   const command = input("mcp-command", { placeholder: "uvx, npx, /path/to/server …" });
   const args = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "mcp-args", rows: 2, placeholder: "one argument a line" }));
-  const url = input("mcp-url", { placeholder: "https://…/mcp" });
+  const url = input("mcp-url", { placeholder: "the server's address (most end in /mcp)" });
   const values = /** @type {HTMLTextAreaElement} */ (
     h("textarea", { name: "mcp-values", rows: 2, placeholder: "NAME=value, one a line (sealed, never shown again)" })
   );

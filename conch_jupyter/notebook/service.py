@@ -641,7 +641,7 @@ class NotebookTools:
             kept.add_done_callback(self._following.discard)
             return shown
         message = await queued
-        if chat is not None:
+        if undo is not None and chat is not None:
             undo.message = message
             chat.undos[entry["call_id"]] = undo
         self.hub.message(message, caller.name)
