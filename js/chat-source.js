@@ -42,8 +42,8 @@ import { EARLIER_PAGE, VIEW_PAGE } from "./window.js";
 
 /** The tool state the header and the approvals draw. @param {ChatState} chat @returns {import("./tool-views.js").ToolView} */
 function toolView(chat) {
-  const { mode, tainted, switchable, stuck, locked } = chat.tools;
-  return { mode, tainted, switchable, approvals: chat.tools.approvals(), stuck, locked };
+  const { mode, tainted, taintKind, switchable, stuck, locked } = chat.tools;
+  return { mode, tainted, taintKind, switchable, approvals: chat.tools.approvals(), stuck, locked };
 }
 
 /**

@@ -15,8 +15,9 @@
  *   modes?: string[], max_chat_usd?: number, max_monthly_usd?: number, door?: false,
  *   door_remote?: false, outside_hosts?: string[] | false,
  *   providers?: {kinds?: string[], base_urls?: string[]}, acp?: string[] | false,
+ *   mcp?: {commands: string[], urls: string[]} | false,
  * }} Locked
- * @typedef {{agents: string[], outside: string[], pairings: string[]}} SectionLocks
+ * @typedef {{agents: string[], outside: string[], pairings: string[], tools: string[]}} SectionLocks
  */
 
 export const BY_ADMIN = "set by your administrator.";
@@ -56,7 +57,7 @@ export function kindAllowed(locked, kind) {
  */
 export function sectionLocks(locked) {
   /** @type {SectionLocks} */
-  const out = { agents: [], outside: [], pairings: [] };
+  const out = { agents: [], outside: [], pairings: [], tools: [] };
   const { kinds, base_urls: urls } = locked.providers || {};
   if (Array.isArray(kinds)) out.agents.push(`Providers allowed on this server: ${kinds.join(", ")}: ${BY_ADMIN}`);
   if (Array.isArray(urls)) out.agents.push(`Model addresses allowed on this server: ${urls.join(", ")}: ${BY_ADMIN}`);
@@ -65,6 +66,11 @@ export function sectionLocks(locked) {
   if (locked.outside_hosts === false) out.outside.push(`Outside agents are off on this server: ${BY_ADMIN}`);
   else if (Array.isArray(locked.outside_hosts)) {
     out.outside.push(`Outside agents only at ${locked.outside_hosts.join(", ")} on this server: ${BY_ADMIN}`);
+  }
+  if (locked.mcp === false) out.tools.push(`Your own MCP servers are off on this server: ${BY_ADMIN}`);
+  else if (locked.mcp && typeof locked.mcp === "object") {
+    const allowed = [...(locked.mcp.commands || []), ...(locked.mcp.urls || [])];
+    out.tools.push(`MCP servers allowed on this server: ${allowed.join(", ") || "none"}: ${BY_ADMIN}`);
   }
   if (locked.door === false) out.pairings.push(`The door is closed on this server, so no agent can be let in: ${BY_ADMIN}`);
   else if (locked.door_remote === false) out.pairings.push(`The door is closed to other computers on this server: ${BY_ADMIN}`);

@@ -19,7 +19,7 @@ export const UNAVAILABLE = {
   outside: "Outside agents are not available on this server.",
   pairings: "Letting other agents in is not available on this server.",
 };
-const AGENT_FIELDS = ["name", "persona", "instructions", "provider", "price"];
+const AGENT_FIELDS = ["name", "persona", "instructions", "provider", "price", "mcp"];
 
 /** @param {Model} model @returns {SettingsSource} */
 export function relayedSettings(model) {
@@ -48,6 +48,7 @@ export function directSettings(api, section) {
     agents: [],
     outside: [],
     pairings: [],
+    mcp_servers: [], // your MCP servers (Settings → Tools)
     unavailable: {},
     said: null,
     problem: {},
@@ -76,6 +77,16 @@ export function directSettings(api, section) {
       words = UNAVAILABLE[key];
     }
     state.update({ [key]: rows, unavailable: { ...state.get("unavailable"), [key]: words } });
+  }
+
+  /** Your MCP servers; an older server without them offers none. */
+  async function servers() {
+    try {
+      state.update({ mcp_servers: (await api.request("GET", "mcp-servers")).servers });
+    } catch (error) {
+      if (!(error instanceof ConchError) || ![404, 405, 501].includes(error.status)) throw error;
+      state.update({ mcp_servers: null, unavailable: { ...state.get("unavailable"), tools: "MCP servers are not available on this server." } });
+    }
   }
 
   async function agents() {
@@ -119,6 +130,7 @@ export function directSettings(api, section) {
         await agents();
         await load("outside");
         await load("pairings");
+        await servers();
       }),
     "agent.save": (content) =>
       act("agent.save", "agents", async () => {
@@ -192,6 +204,22 @@ export function directSettings(api, section) {
           chats.push({ id: chat.id, created: chat.created, conversation });
         }
         state.update({ said: { pairing, chats, note: chats.length ? "" : "It has not said anything yet." } });
+      }),
+    "mcp.add": (content) =>
+      act("mcp.add", "tools", async () => {
+        await api.request("POST", "mcp-servers", content.server || {});
+        await servers();
+      }),
+    "mcp.test": (content) =>
+      act("mcp.test", "tools", async () => {
+        await api.request("POST", `mcp-servers/${encodeURIComponent(content.id)}/test`);
+        await servers();
+      }),
+    "mcp.remove": (content) =>
+      act("mcp.remove", "tools", async () => {
+        await api.request("DELETE", `mcp-servers/${encodeURIComponent(content.id)}`);
+        await servers();
+        await agents();
       }),
     "said.close": async () => state.update({ said: null }),
     "budget.set": (content) =>

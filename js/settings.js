@@ -17,6 +17,7 @@ import { drawItem } from "./items.js";
 import { kindAllowed, sectionLocks } from "./policy.js";
 import { acpCardWords, acpFields } from "./settings-acp.js";
 import { outsideSection } from "./settings-outside.js";
+import { serverChoices, toolsSection } from "./settings-tools.js";
 import { itemsOf } from "./timeline.js";
 
 /**
@@ -52,6 +53,7 @@ const SECTIONS = [
   ["agents", "Your agents"],
   ["outside", "Outside agents"],
   ["pairings", "Agents that can talk to yours"],
+  ["tools", "Tools"],
 ];
 
 /** @param {(content: any) => void} act */
@@ -71,6 +73,9 @@ function agentForm(act) {
   );
   // A coding agent (ACP) is a command Conch runs, not a model: its own fields (settings-acp.js).
   const acp = acpFields();
+  const tools = serverChoices(); // which of your MCP servers' tools its turns are offered
+  /** @type {any[]} */
+  let servers = [];
   const modelName = input("model");
   const baseUrl = input("base_url", { placeholder: "https://… (leave empty for the provider's own)" });
   const key = input("api_key", { type: "password", autocomplete: "off" });
@@ -100,6 +105,7 @@ function agentForm(act) {
     keyRow,
     acp.el,
     h("div", { class: "conch-field-row" }, field("$ per million tokens in", priceIn), field("out", priceOut)),
+    tools.el,
     h(
       "div",
       { class: "conch-actions" },
@@ -131,6 +137,7 @@ function agentForm(act) {
       instructions: instructions.value,
       provider,
       price: priced ? { input_per_mtok: Number(priceIn.value || 0), output_per_mtok: Number(priceOut.value || 0) } : null,
+      mcp: tools.chosen(),
     };
     act({ type: "agent.save", id: editing, agent });
   });
@@ -148,6 +155,7 @@ function agentForm(act) {
     modelName.value = agent?.provider?.model || "";
     baseUrl.value = agent?.provider?.base_url || "";
     acp.fill(agent);
+    tools.set(servers, agent?.mcp || []);
     showKind();
     key.value = "";
     key.placeholder = agent?.has_key ? "a key is kept; leave empty to keep it" : "leave empty to use the environment's";
@@ -167,7 +175,15 @@ function agentForm(act) {
     for (const option of kind.options) option.disabled = !kindAllowed(locked, option.value);
   }
 
-  return { el: form, open, close, lock, setFound: acp.setFound };
+  /** Your MCP servers, for the checkboxes (kept while the form is open). @param {any[]} list */
+  function setServers(list) {
+    const changed = list.map((s) => s.id).join() !== servers.map((s) => s.id).join();
+    servers = list;
+    if (changed && !form.hidden) tools.set(servers, tools.chosen());
+    else if (form.hidden) tools.set(servers, []);
+  }
+
+  return { el: form, open, close, lock, setFound: acp.setFound, setServers };
 }
 
 /** @param {SettingsSource} source @param {HTMLElement} el */
@@ -236,6 +252,20 @@ export function settingsView(source, el) {
     outside.form,
   );
 
+  // Your MCP servers (settings-tools.js).
+  const toolsPart = toolsSection(source, lists.tools);
+  panels.tools.append(
+    h("p", {
+      class: "conch-muted",
+      text: "Your MCP servers lend your agents their tools, under the chat's mode: what only reads runs, a change asks (Read refuses it), and what a tool brings in from outside taints the chat. Give an agent a server on its form.",
+    }),
+    notes.tools,
+    locks.tools,
+    problems.tools,
+    lists.tools,
+    toolsPart.form,
+  );
+
   // Agents that can talk to yours.
   const choices = h("div", { class: "conch-choices" });
   const remote = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox" }));
@@ -282,6 +312,7 @@ export function settingsView(source, el) {
     /** @type {any[]} */
     const agents = source.state.get("agents") || [];
     form.setFound(source.state.get("acp_found") || []);
+    form.setServers(source.state.get("mcp_servers") || []);
     lists.agents.replaceChildren(
       ...agents.map((agent) =>
         h(
@@ -443,6 +474,7 @@ export function settingsView(source, el) {
     drawAgents();
     month.draw(source.state.get("budget") || null, !readOnlyWords, source.state.get("locked") || {});
     outside.draw();
+    toolsPart.draw();
     drawPairings();
   }
 
@@ -450,6 +482,7 @@ export function settingsView(source, el) {
   function onMessage(message) {
     if (message?.type === "pairing.created") showOnce(message);
     outside.onMessage(message);
+    toolsPart.onMessage(message);
     if (message?.type === "done" && message.ok) {
       if (message.action === "agent.save") form.close();
       if (message.action === "pairing.add") {
@@ -459,7 +492,7 @@ export function settingsView(source, el) {
     }
   }
 
-  const traits = ["section", "agents", "outside", "pairings", "unavailable", "said", "problem", "working", "read_only", "locked", "budget"];
+  const traits = ["section", "agents", "outside", "pairings", "mcp_servers", "unavailable", "said", "problem", "working", "read_only", "locked", "budget"];
   for (const name of traits) source.state.on(`change:${name}`, draw);
   const unlisten = source.listen(onMessage);
   draw();

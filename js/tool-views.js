@@ -22,7 +22,7 @@ import { and } from "./words.js";
  * @typedef {import("./tools.js").Asking} Asking
  * @typedef {import("./tools.js").Mode} Mode
  * @typedef {import("./tools.js").Stuck} Stuck
- * @typedef {{mode: Mode, tainted: boolean, switchable: boolean, approvals: Asking[], stuck: Stuck | null, locked?: import("./policy.js").Locked}} ToolView
+ * @typedef {{mode: Mode, tainted: boolean, taintKind?: string, switchable: boolean, approvals: Asking[], stuck: Stuck | null, locked?: import("./policy.js").Locked}} ToolView
  * @typedef {"interrupt" | "restart"} KernelAction
  * @typedef {{
  *   setMode(mode: Mode): Promise<void>,
@@ -81,7 +81,7 @@ export function modeSwitch(actions) {
     }
     locks.hidden = !off.length;
     locks.textContent = off.join(" ");
-    const said = modeWords(view.mode, view.tainted);
+    const said = modeWords(view.mode, view.tainted, view.taintKind);
     words.textContent = said.words;
     el.classList.toggle("is-guarded", said.guarded);
     el.dataset.mode = view.mode;
@@ -122,6 +122,7 @@ export function approvals(actions, announce, refocus) {
       if (asking.tool === ACP) said.textContent = run ? "Allowing…" : "Not allowing it…";
       else if (asking.tool === SEND_OUTSIDE) said.textContent = run ? "Sending…" : "Not sending it…";
       else if (asking.tool === CONTINUE) said.textContent = run ? "Continuing…" : "Not continuing it…";
+      else if (mcp) said.textContent = run ? "Allowing…" : "Not allowing it…";
       else said.textContent = run ? "Running…" : "Not running it…";
       const words = await actions.answer(asking.call_id, run);
       if (words) {
@@ -132,14 +133,16 @@ export function approvals(actions, announce, refocus) {
     const sending = asking.tool === SEND_OUTSIDE;
     const going = asking.tool === CONTINUE; // the kernel asks to continue the round
     const coding = asking.tool === ACP; // a coding agent's permission question
+    // A tool of one of your MCP servers: its server, its tool and its arguments in full.
+    const mcp = typeof asking.server === "string" && asking.server !== "";
     const cell = CELL_TOOLS.has(asking.tool) ? cellChange(asking) : null;
-    const yes = coding ? "Allow" : sending ? "Send" : going ? "Continue" : cell ? cell.words.yes : "Run";
-    const nope = coding ? "Don't allow" : sending ? "Don't send" : going ? "Don't continue" : cell ? cell.words.no : "Don't run";
+    const yes = coding || mcp ? "Allow" : sending ? "Send" : going ? "Continue" : cell ? cell.words.yes : "Run";
+    const nope = coding || mcp ? "Don't allow" : sending ? "Don't send" : going ? "Don't continue" : cell ? cell.words.no : "Don't run";
     const run_ = h("button", { type: "button", class: "conch-button conch-run", text: yes, onclick: () => answer(true) });
     const no = h("button", { type: "button", class: "conch-button conch-quiet conch-dont-run", text: nope, onclick: () => answer(false) });
     // Exactly what would go out or run, in full, as text.
     const shownText = coding ? asking.detail || "" : sending ? asking.text || "" : asking.code || "";
-    const label = coding ? "What it will do" : sending ? "The words" : "The code";
+    const label = coding ? "What it will do" : sending ? "The words" : mcp ? "The arguments" : "The code";
     const head_ = coding ? acpHead(asking) : null;
     const code = going ? null : cell ? cell.code : h("pre", { class: "conch-code", tabindex: "0", "aria-label": label }, h("code", { text: shownText }));
     const headWords = going
@@ -160,11 +163,19 @@ export function approvals(actions, announce, refocus) {
                 h("span", { class: "conch-who", text: who }),
                 " (an outside agent)?",
               ]
-            : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
+            : mcp
+              ? [
+                  h("span", { class: "conch-who", text: who }),
+                  " wants to use ",
+                  h("code", { class: "conch-mcp-tool-name", text: String(asking.tool).slice(String(asking.server).length + 2) }),
+                  " of your MCP server ",
+                  h("strong", { text: String(asking.server) }),
+                ]
+              : [h("span", { class: "conch-who", text: who }), " wants to run this code in your notebook's kernel"];
     return h(
       "section",
       {
-        class: "conch-approval" + (sending ? " is-send" : "") + (coding ? " is-acp" : ""),
+        class: "conch-approval" + (sending ? " is-send" : "") + (coding ? " is-acp" : "") + (mcp ? " is-mcp" : ""),
         "aria-labelledby": head,
         "data-call": asking.call_id,
         "data-tool": asking.tool,
@@ -198,6 +209,8 @@ export function approvals(actions, announce, refocus) {
         announce(
           `A message from the notebook's kernel waits for your yes before it goes to ${asking.name || "an outside agent"}. Send or Don't send are below the chat.`,
         );
+      else if (asking.server)
+        announce(`${asking.name || "An agent"} asks to use ${asking.tool} of your MCP server ${asking.server}. Allow or Don't allow are below the chat.`);
       else announce(`${asking.name || "An agent"} asks to run code. Run or Don't run are below the chat.`);
     }
     el.hidden = shown.size === 0;

@@ -13,7 +13,7 @@ import { ACP, acpAsking, acpSummary } from "./acp.js";
  * @typedef {"ask" | "auto" | "read"} Mode
  * @typedef {{call_id: string, agent: string, name?: string, tool: string, code?: string, outside?: string, text?: string,
  *   cell_id?: string | null, old?: string, new?: string, after?: string | null, cell_type?: string, kind?: string, title?: string, detail?: string,
- *   names?: string[]}} Asking
+ *   names?: string[], server?: string}} Asking
  * @typedef {Asking & {state: "asking" | "waiting" | "running"}} Working
  * @typedef {{call_id: string, agent: string, name?: string, words: string}} Stuck
  */
@@ -28,11 +28,12 @@ export const MODES = [
 /**
  * What the chat's header says about running code (the server's notebook/rules.py header_words
  * says the same to other clients). Once someone else's words are in the chat, Auto asks again.
- * @param {string} mode @param {boolean} tainted
+ * @param {string} mode @param {boolean} tainted @param {string} [by] the taint's kind ("tool": an MCP tool's result)
  * @returns {{words: string, guarded: boolean}}
  */
-export function modeWords(mode, tainted) {
+export function modeWords(mode, tainted, by = "") {
   if (mode === "read") return { words: "Read: agents can read the notebook but not run code.", guarded: false };
+  if (mode === "auto" && tainted && by === "tool") return { words: "Asking again: what one of your tools brought in is in this chat.", guarded: true };
   if (mode === "auto" && tainted) return { words: "Asking again: an outside agent's words are in this chat.", guarded: true };
   if (mode === "auto") return { words: "Auto: agents run code without asking.", guarded: false };
   return { words: "Ask: every run waits for your yes.", guarded: false };
@@ -44,6 +45,7 @@ export class ToolState {
     /** @type {Mode} */
     this.mode = "ask";
     this.tainted = false;
+    this.taintKind = ""; // "tool" once an MCP tool's result tainted the chat
     // A door chat's mode is not the user's to change (the server answers 404).
     this.switchable = true;
     /** @type {Map<string, Asking>} call_id → the run waiting for a yes, oldest first */
@@ -69,6 +71,7 @@ export class ToolState {
         this.mode = modeOf(chat.mode);
         const heard = (chat.messages || []).some((/** @type {Item} */ m) => m.role === "outside");
         this.tainted = Boolean(chat.tainted) || heard || (item.type === "resumed" && this.tainted);
+        this.taintKind = String(chat.tainted?.kind || (item.type === "resumed" ? this.taintKind : ""));
         this.switchable = (chat.origin || "user") === "user";
         this.asking = new Map((chat.asking || []).map((/** @type {Asking} */ a) => [String(a.call_id), a]));
         this.working = chat.working || null;
@@ -83,7 +86,11 @@ export class ToolState {
       case "event": {
         const event = item.event || {};
         if (event.type === "mode.changed") this.mode = modeOf(event.mode);
-        else if (event.type === "tool.asking" || event.type === "send.asking" || event.type === "continue.asking")
+        else if (event.type === "chat.tainted") {
+          // What one of your MCP tools brought in: from here Auto asks again.
+          this.tainted = true;
+          this.taintKind = this.taintKind || String(event.kind || "");
+        } else if (event.type === "tool.asking" || event.type === "send.asking" || event.type === "continue.asking")
           this.asking.set(String(event.call_id), askingOf(event));
         else if (event.type === "tool.ended") this.asking.delete(String(event.call_id));
         else if (event.type === "kernel.idle" && this.stuck?.call_id === String(event.call_id)) this.stuck = null;
@@ -111,7 +118,7 @@ export class ToolState {
    */
   approvals() {
     return [...this.asking.values()].filter(
-      (a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === CONTINUE || a.tool === ACP || CELL_TOOLS.has(a.tool),
+      (a) => a.tool === "run_code" || a.tool === SEND_OUTSIDE || a.tool === CONTINUE || a.tool === ACP || CELL_TOOLS.has(a.tool) || Boolean(a.server),
     );
   }
 }
@@ -151,6 +158,8 @@ function askingOf(event) {
     const { cell_id, old, after, cell_type } = event;
     return { call_id: String(call_id), agent: String(agent || ""), name, tool, code, cell_id, old, new: event.new, after, cell_type };
   }
+  // A tool of one of your MCP servers: its server, and its arguments (as JSON) as the code.
+  if (typeof event.server === "string" && event.server) return { call_id: String(call_id), agent: String(agent || ""), name, tool, code, server: event.server };
   return { call_id: String(call_id), agent: String(agent || ""), name, tool, code };
 }
 
@@ -170,6 +179,7 @@ export function workingWords(working, name) {
   if (working.tool === "delete_cell") return `${name} is deleting a cell`;
   if (working.tool === "run_cell") return `${name} is running a cell`;
   if (working.tool === "list_variables") return `${name} is looking at the variables`;
+  if (working.server) return `${name} is using ${working.tool} of your MCP server ${working.server}`;
   return `${name} is using a tool`;
 }
 

@@ -41,7 +41,7 @@ from ..providers.base import Price, ProviderConfig
 from .file import AgentsFile, StoredAgent, StoredProvider
 
 _CHANGEABLE = frozenset(
-    {"name", "persona", "instructions", "provider", "price", "api_key", "acp_env"}
+    {"name", "persona", "instructions", "provider", "price", "api_key", "acp_env", "mcp"}
 )
 ENV_NAME_MAX = 200
 ENV_VALUE_MAX = 10_000
@@ -84,6 +84,7 @@ class Agent:
     price: Price | None
     created: float
     has_key: bool = False
+    mcp: tuple[str, ...] = ()  # the ids of the MCP servers whose tools its turns are offered
 
     def card_view(self) -> dict[str, Any]:
         """What other agents may see: never the instructions, never the provider's key."""
@@ -108,6 +109,7 @@ class Agent:
             "price": dataclasses.asdict(self.price) if self.price else None,
             "has_key": self.has_key if has_key is None else has_key,
             "created": self.created,
+            "mcp": list(self.mcp),
         }
 
 
@@ -130,6 +132,7 @@ def _agent(stored: StoredAgent, has_key: bool, env_names: builtins.list[str]) ->
         price=Price(price.input_per_mtok, price.output_per_mtok) if price else None,
         created=stored.created,
         has_key=has_key,
+        mcp=tuple(stored.mcp),
     )
 
 
@@ -281,12 +284,15 @@ class AgentStore:
         price: Price | Mapping[str, Any] | None = None,
         api_key: str | None = None,
         acp_env: Mapping[str, str] | None = None,
+        mcp: builtins.list[str] | None = None,
     ) -> Agent:
         """Add an agent; its key comes as `api_key` or inside `provider` (the HTTP body), an ACP
         agent's environment as `acp_env` (sealed, like the key)."""
         env = checked_env(acp_env) if acp_env is not None else {}
         file = self._read()
         stored, key = self._build(file, name, persona, instructions, provider, price, api_key)
+        if mcp:
+            stored = self._validated({**stored.model_dump(), "mcp": mcp})
         file.agents.append(stored)
         self._write(file)
         self._keep_key(stored.id, key or "", rollback=file)
@@ -321,6 +327,8 @@ class AgentStore:
             key = carried if key is None else key
         if "price" in changes:
             fields["price"] = _price_input(changes["price"])
+        if changes.get("mcp") is not None:
+            fields["mcp"] = list(changes["mcp"])
         new = self._validated(fields)
         moved = (new.provider.kind, new.provider.base_url) != (
             old.provider.kind,
@@ -351,6 +359,18 @@ class AgentStore:
         self._secrets.delete(agent_id)
         self._secrets.delete(env_secret(agent_id))
         self._cache = None
+
+    def forget_mcp_server(self, server_id: str) -> None:
+        """A removed MCP server is offered to no agent any more."""
+        file = self._read()
+        changed = False
+        for at, agent in enumerate(file.agents):
+            if server_id in agent.mcp:
+                kept = [s for s in agent.mcp if s != server_id]
+                file.agents[at] = self._validated({**agent.model_dump(), "mcp": kept})
+                changed = True
+        if changed:
+            self._write(file)
 
     def ensure_defaults(self, provider: ProviderConfig) -> builtins.list[Agent]:
         """On the very first start (no agents file yet) add Researcher and Writer."""

@@ -85,6 +85,15 @@ class StoredPrice(pydantic.BaseModel):
     output_per_mtok: _Dollars = 0.0
 
 
+MCP_SERVERS_MAX = 32
+
+
+def _server_ids(value: list[str]) -> list[str]:
+    if len(value) > MCP_SERVERS_MAX or any(not v or len(v) > 100 for v in value):
+        raise ValueError(f"mcp names at most {MCP_SERVERS_MAX} MCP servers, by their ids.")
+    return list(dict.fromkeys(value))
+
+
 class StoredAgent(pydantic.BaseModel):
     # Fields a later Conch adds survive a rewrite by this one.
     model_config = pydantic.ConfigDict(extra="allow")
@@ -96,6 +105,8 @@ class StoredAgent(pydantic.BaseModel):
     provider: StoredProvider
     price: StoredPrice | None = None
     created: float
+    # The ids of your MCP servers whose tools this agent's turns are offered (none by default).
+    mcp: Annotated[list[str], pydantic.AfterValidator(_server_ids)] = []
 
 
 class AgentsFile(pydantic.BaseModel):

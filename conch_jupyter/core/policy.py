@@ -19,6 +19,9 @@ Keys (DESIGN.md, "Cost in sight, and an administrator's policy"):
   providers        {"kinds": [...], "base_urls": [...]}: a base URL is allowed when it equals
                    one listed, trailing slash aside
   acp              false, or the `command` values coding agents over ACP may run
+  mcp              false, or {"commands": [...], "urls": [...]}: the MCP servers you may add
+                   (a stdio server by its program, exactly as given; an HTTP one by its URL's
+                   origin, scheme://host:port); a list left out allows none of its kind
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ KEYS = (
     "outside_hosts",
     "providers",
     "acp",
+    "mcp",
 )
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
@@ -95,6 +99,10 @@ class Policy:
     kinds: tuple[str, ...] | None = None
     base_urls: tuple[str, ...] | None = None
     acp: tuple[str, ...] | None = None  # () is false: no coding agents over ACP
+    # Your MCP servers: None allows any; else the programs and the URL origins allowed
+    # (`mcp: false` is both empty).
+    mcp_commands: tuple[str, ...] | None = None
+    mcp_urls: tuple[str, ...] | None = None
 
     @property
     def locked(self) -> dict[str, Any]:
@@ -121,6 +129,11 @@ class Policy:
             out["providers"] = providers
         if self.acp is not None:
             out["acp"] = list(self.acp) or False
+        if self.mcp_commands is not None and self.mcp_urls is not None:
+            if not self.mcp_commands and not self.mcp_urls:
+                out["mcp"] = False
+            else:
+                out["mcp"] = {"commands": list(self.mcp_commands), "urls": list(self.mcp_urls)}
         return out
 
 
@@ -156,6 +169,7 @@ def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
         kinds=kinds,
         base_urls=base_urls,
         acp=_commands(raw["acp"]) if "acp" in raw else None,
+        **_mcp(raw["mcp"]) if "mcp" in raw else {},
     )
 
 
@@ -275,6 +289,44 @@ def _commands(value: object) -> tuple[str, ...]:
     if value is True:
         raise BadPolicy("acp must be false or a list of the commands allowed, not true.")
     return tuple(dict.fromkeys(_strings("acp", value, "commands (or false)")))
+
+
+def url_origin(url: str) -> str | None:
+    """An http(s) URL's origin as the policy compares it (scheme://host:port, lower case, the
+    default port written out); None for anything else."""
+    match = re.match(r"^(https?)://([^/?#@\s]+)", url.strip(), re.IGNORECASE)
+    if match is None:
+        return None
+    scheme, host = match.group(1).lower(), match.group(2).lower()
+    if not re.search(r":\d+$", host) or host.endswith("]"):
+        host = f"{host}:{443 if scheme == 'https' else 80}"
+    return f"{scheme}://{host}"
+
+
+def _mcp(value: object) -> dict[str, tuple[str, ...]]:
+    if value is False:
+        return {"mcp_commands": (), "mcp_urls": ()}
+    if not isinstance(value, Mapping):
+        raise BadPolicy(
+            f'mcp must be false or a dict with "commands", "urls" or both, not {_kind(value)}.'
+        )
+    unknown = [str(k) for k in value if k not in ("commands", "urls")]
+    if unknown:
+        raise BadPolicy(
+            f"mcp: unknown key {', '.join(repr(k) for k in sorted(unknown))}; its keys are"
+            ' "commands" and "urls".'
+        )
+    commands = _strings("mcp.commands", value.get("commands", []), "programs")
+    urls = []
+    for url in _strings("mcp.urls", value.get("urls", []), "URLs"):
+        origin = url_origin(url)
+        if origin is None:
+            raise BadPolicy(f"mcp.urls: {url!r} is not an http:// or https:// address.")
+        urls.append(origin)
+    return {
+        "mcp_commands": tuple(dict.fromkeys(commands)),
+        "mcp_urls": tuple(dict.fromkeys(urls)),
+    }
 
 
 # --- the decisions -------------------------------------------------------------------------
@@ -403,4 +455,28 @@ def check_acp_command(policy: Policy, command: str) -> None:
         raise PolicyRefused(
             f"The coding agent {command[:200]!r} is not allowed on this server (the commands "
             f"allowed: {_listed(commands)})"
+        )
+
+
+def check_mcp_server(policy: Policy, *, command: str | None = None, url: str | None = None) -> None:
+    """Whether one of your MCP servers may be added or started: a stdio server by its program
+    (`command`, exactly as given), an HTTP one by its URL's origin."""
+    if policy.mcp_commands is None or policy.mcp_urls is None:
+        return
+    if not policy.mcp_commands and not policy.mcp_urls:
+        raise PolicyRefused("Your own MCP servers are off on this server")
+    if url is not None:
+        origin = url_origin(url) or url[:200]
+        if origin not in policy.mcp_urls:
+            allowed = _listed(policy.mcp_urls) or "none"
+            raise PolicyRefused(
+                f"The MCP server at {origin} is not allowed on this server (the addresses"
+                f" allowed: {allowed})"
+            )
+        return
+    if (command or "") not in policy.mcp_commands:
+        allowed = _listed(policy.mcp_commands) or "none"
+        raise PolicyRefused(
+            f"The MCP server program {(command or '')[:200]!r} is not allowed on this server"
+            f" (the programs allowed: {allowed})"
         )

@@ -140,22 +140,78 @@ class Verdict:
     words: str = ""
 
 
+@dataclass(frozen=True)
+class Nature:
+    """What a tool is, for the rule: whether it only reads, and whether it reaches the world
+    outside the chat (an address, a query to elsewhere: its arguments can carry the chat out)."""
+
+    reading: bool
+    open_world: bool
+
+
+# The notebook's own tools: reading ones read the chat's own notebook and kernel (closed world);
+# every other one is a change.
+NOTEBOOK_READING = Nature(reading=True, open_world=False)
+CHANGE = Nature(reading=False, open_world=True)
+
+
+def nature_of(annotations: dict[str, Any] | None) -> Nature:
+    """An MCP tool's nature from its annotations, the server's own claim. Reading only when it
+    says `readOnlyHint: true`; open-world unless it says `openWorldHint: false` (MCP's defaults:
+    a tool that says nothing may change anything, anywhere)."""
+    given = annotations or {}
+    return Nature(
+        reading=given.get("readOnlyHint") is True,
+        open_world=given.get("openWorldHint") is not False,
+    )
+
+
+# THE rule, for every tool (the notebook's and your MCP servers'): (reading, open world and the
+# chat tainted) or (a change, the chat tainted) → what each mode does. A row per case, so the
+# whole rule reads at a glance; `judge` only looks it up.
+#
+#   case                                 read      ask    auto
+RULE: dict[tuple[str, bool], dict[str, Action]] = {
+    ("reading", False): {"read": "run", "ask": "run", "auto": "run"},
+    ("reading", True): {"read": "run", "ask": "run", "auto": "run"},
+    ("reading out", False): {"read": "run", "ask": "run", "auto": "run"},
+    ("reading out", True): {"read": "refuse", "ask": "ask", "auto": "ask"},
+    ("change", False): {"read": "refuse", "ask": "ask", "auto": "run"},
+    ("change", True): {"read": "refuse", "ask": "ask", "auto": "ask"},
+}
+
+
+def judge(nature: Nature, mode: Mode, tainted: bool) -> Action:
+    """What the chat's mode and taint do to one call of a tool of this nature (RULE)."""
+    case = "change" if not nature.reading else "reading out" if nature.open_world else "reading"
+    return RULE[(case, tainted)][mode]
+
+
 def decide(
-    *, mode: Mode, tainted: bool, tool: str, calls_so_far: int, has_kernel: bool = True
+    *,
+    mode: Mode,
+    tainted: bool,
+    tool: str,
+    calls_so_far: int,
+    has_kernel: bool = True,
+    nature: Nature | None = None,
 ) -> Verdict:
-    """What happens to one tool call. `calls_so_far` counts the calls of this turn before it."""
+    """What happens to one tool call. `calls_so_far` counts the calls of this turn before it.
+    `nature`: an MCP tool's (from its annotations); None for the notebook's own tools."""
     if calls_so_far >= MAX_CALLS_PER_TURN:
         return Verdict(
             "refuse",
             f"Not run: this turn has used its {MAX_CALLS_PER_TURN} tool calls."
             " Answer with what you have.",
         )
-    if tool not in TOOL_NAMES:
-        return Verdict("refuse", f"There is no tool called {tool[:80]!r} here.")
-    if tool in READING_TOOLS:
-        # Reading needs a kernel only for what the kernel holds; the runner says so in words.
-        return Verdict("run")
-    if mode == "read":
+    if nature is None:
+        if tool not in TOOL_NAMES:
+            return Verdict("refuse", f"There is no tool called {tool[:80]!r} here.")
+        nature = NOTEBOOK_READING if tool in READING_TOOLS else CHANGE
+    action = judge(nature, mode, tainted)
+    if action == "refuse":
+        if nature.reading:
+            return Verdict("refuse", READ_OUT_WORDS)
         what = "written" if tool in CELL_TOOLS - {RUN_CELL} else "run"
         return Verdict(
             "refuse",
@@ -163,11 +219,14 @@ def decide(
         )
     if not has_kernel and tool in KERNEL_TOOLS:
         return Verdict("refuse", NO_KERNEL_WORDS)
-    if mode == "auto" and not tainted:
-        return Verdict("run")
-    return Verdict("ask")
+    return Verdict(action)
 
 
+READ_OUT_WORDS = (
+    "Not run: this tool reaches outside the chat, and the chat now holds someone else's words"
+    " (which its arguments could carry out). In Read mode it is refused; only the user can"
+    " change the mode."
+)
 NO_KERNEL_WORDS = (
     "This chat has no running kernel: it belongs to no notebook, or its notebook's kernel is not"
     " started. Nothing was run."
@@ -218,6 +277,8 @@ def header_words(mode: Mode, tainted: dict[str, Any] | None) -> str:
         return "Read: agents can read the notebook but not run code."
     if mode == "ask":
         return "Ask: every run waits for your yes."
+    if tainted and tainted.get("kind") == "tool":
+        return "Asking again: what one of your tools brought in is in this chat."
     if tainted and tainted.get("kind") == "fetch":
         # A coding agent fetched a page: its words came in with what the agent read.
         return "Asking again: a page a coding agent fetched is in this chat."

@@ -25,6 +25,15 @@ so: its tool message says the kernel is still busy, and the chat is `stuck` (eve
 `kernel.stuck`, listed as `stuck: {call_id, agent, name, words}`) until the kernel is done with
 it, when a note says how (event `kernel.idle {…, after}`). Meanwhile the user — only the user:
 the handlers refuse the kernel key — may interrupt it again or restart the kernel.
+
+A tool of one of your MCP servers goes through the same door (`call_outside`): the one rule of
+every tool (rules.py `decide`, with the tool's nature from its annotations), the same asking,
+deadline, Stop and log; its result taints the chat when the tool is open-world.
+
+Why it stays whole for now (over 500 lines): what asks, what works, what is stuck and what can be
+undone are one state per chat that every kind of call shares and Stop and writing in the chat
+act on at once. Splitting it into rooms (the asking, the cell writes, the stuck runs) is left
+for later.
 """
 
 from __future__ import annotations
@@ -57,11 +66,13 @@ from .rules import (
     READ_NOTEBOOK,
     RUN_CELL,
     RUN_CODE,
+    RUN_SECONDS,
     SKIPPED_WORDS,
     STILL_BUSY_WORDS,
     STOPPED_WORDS,
     After,
     Ending,
+    Nature,
     cut_output,
     decide,
     header_words,
@@ -181,7 +192,8 @@ class NotebookTools:
         self.documents = documents
         self.clock = clock
         self._chats: dict[str, _ChatTools] = {}
-        self._following: set[asyncio.Task[None]] = set()  # stuck runs, until the kernel is done
+        # Stuck runs, until the kernel is done; tool lines, until they are stored.
+        self._following: set[asyncio.Task[None]] = set()
 
     # --- what the user does (through the handlers) ---
 
@@ -509,6 +521,73 @@ class NotebookTools:
             self._set_working(conversation_id, chat, None)
         return await self._end(conversation_id, caller, entry, output, ending, started)
 
+    async def call_outside(
+        self,
+        conversation_id: str,
+        caller: Caller,
+        call: ToolCall,
+        calls_so_far: int,
+        tool: OutsideTool,
+    ) -> str:
+        """One call of a tool of one of your MCP servers, under the same rule, the same asking,
+        bounds and log as the notebook's own tools; return what the model is shown (data).
+        An open-world tool's result taints the chat: someone else's words came in with it."""
+        chat = self._chats.setdefault(conversation_id, _ChatTools())
+        conversation = self.store.get_conversation(conversation_id)
+        assert conversation is not None
+        arguments = call.arguments
+        tainted = conversation.tainted is not None
+        verdict = decide(
+            mode=self.mode_of(conversation),
+            tainted=tainted,
+            tool=call.name,
+            calls_so_far=calls_so_far,
+            nature=tool.nature,
+        )
+        started = self.clock()
+        entry: dict[str, Any] = {
+            "call_id": f"t_{uuid.uuid4().hex[:16]}",
+            "agent": caller.agent,
+            "name": caller.name,
+            "tool": call.name[:NAME_LIMIT],
+            "server": tool.server,
+            # The approval shows the arguments in full: what a yes is asked for is what is sent.
+            "code": tool.shown(arguments or {}),
+        }
+        if verdict.action == "refuse":
+            return await self._end(
+                conversation_id, caller, entry, verdict.words, "refused", started
+            )
+        if arguments is None:
+            words = "Not run: the tool's arguments must be a JSON object."
+            return await self._end(conversation_id, caller, entry, words, "refused", started)
+        try:
+            if verdict.action == "ask" and (
+                chat.skipping or not await self._ask(conversation_id, chat, entry)
+            ):
+                return await self._end(
+                    conversation_id, caller, entry, SKIPPED_WORDS, "skipped", started
+                )
+            self._set_working(conversation_id, chat, {**entry, "state": "running"})
+            try:
+                output, ending = await asyncio.wait_for(tool.run(arguments), tool.seconds)
+            except asyncio.TimeoutError:
+                output, ending = outside_timeout_words(tool.server, tool.seconds), "timeout"
+        except asyncio.CancelledError:
+            # Stop: the call is cancelled at the server too (the client's task is cancelled).
+            chat.asking.pop(entry["call_id"], None)
+            await self._end(
+                conversation_id, caller, entry, OUTSIDE_STOPPED_WORDS, "skipped", started
+            )
+            raise
+        finally:
+            self._set_working(conversation_id, chat, None)
+        if ending == "ran" and tool.nature.open_world and not tainted:
+            taint = {"kind": "tool", "by": call.name}
+            await self.store.set_taint(conversation_id, taint)
+            await self._event(conversation_id, "chat.tainted", taint)
+        return await self._end(conversation_id, caller, entry, output, ending, started, behind=True)
+
     # --- inside ---
 
     async def _ask(self, conversation_id: str, chat: _ChatTools, entry: dict[str, Any]) -> bool:
@@ -569,6 +648,8 @@ class NotebookTools:
         started: float,
         undo: _Undoable | None = None,
         chat: _ChatTools | None = None,
+        *,
+        behind: bool = False,
     ) -> str:
         # Whatever a tool gives back (a kernel's output, a notebook's text, a variable's repr)
         # enters the chat and the model's next request here: cleaned like all text from elsewhere.
@@ -576,7 +657,7 @@ class NotebookTools:
         call = {k: v for k, v in entry.items() if k in _LOGGED}
         if undo is not None:
             call["undo"] = True  # while it can be undone (the user's Undo sets it false)
-        message = await self.store.add_message(
+        queued = self.store.add_message(
             conversation_id,
             "tool",
             shown,
@@ -584,16 +665,36 @@ class NotebookTools:
             round=caller.place,
             tool={**call, "state": ending},
         )
+        # Queued together, so one commit keeps the message and its event.
+        seconds = round(max(self.clock() - started, 0.0), 3)
+        ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
+        event = self.store.add_event(
+            conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
+        )
+        if behind and undo is None:
+            # An MCP call's line: the model goes on at once; the one writer keeps the message
+            # and its event in order, before anything queued later (the reply), and then they
+            # are published (bench_mcp_call: a commit would be most of a call's overhead).
+            kept = asyncio.create_task(self._publish(queued, event, caller.name))
+            self._following.add(kept)
+            kept.add_done_callback(self._following.discard)
+            return shown
+        message = await queued
         if undo is not None and chat is not None:
             undo.message = message
             chat.undos[entry["call_id"]] = undo
         self.hub.message(message, caller.name)
-        seconds = round(max(self.clock() - started, 0.0), 3)
-        ended = {**{k: entry[k] for k in ("call_id", "agent", "name", "tool")}}
-        await self._event(
-            conversation_id, "tool.ended", {**ended, "state": ending, "seconds": seconds}
-        )
+        self.hub.event(await event)
         return shown
+
+    async def _publish(
+        self, queued: Awaitable[Message], event: Awaitable[Any], name: str | None
+    ) -> None:
+        try:
+            self.hub.message(await queued, name)
+            self.hub.event(await event)
+        except StoreError as error:
+            log.warning("Conch: a tool call's line was not stored: %s", error)
 
     async def _plan(
         self,
@@ -775,11 +876,11 @@ class NotebookTools:
         self.hub.event(await self.store.add_event(conversation_id, kind, data))
 
 
-# What a tool message keeps of its call (DESIGN.md): the change a write made, the code a run ran.
-# What a tool message keeps of its call: a run's code, a cell write's change, an ACP tool
-# call's title and kind.
+# What a tool message keeps of its call: a run's code (an MCP tool's arguments), a cell write's
+# change, an ACP tool call's title and kind, an MCP tool's server.
 _LOGGED = (
     "tool",
+    "server",
     "call_id",
     "code",
     "cell_id",
@@ -790,6 +891,29 @@ _LOGGED = (
     "title",
     "kind",
 )
+
+
+@dataclass(frozen=True)
+class OutsideTool:
+    """A tool of one of your MCP servers, as the tool loop runs it: what it is for the rule
+    (`nature`, from its annotations), how its arguments are shown in the approval, and how it
+    runs (`run`: the text the model is shown, already fenced as data, and how the call ended)."""
+
+    server: str
+    nature: Nature
+    run: Callable[[dict[str, Any]], Awaitable[tuple[str, Ending]]]
+    shown: Callable[[dict[str, Any]], str]
+    seconds: float = RUN_SECONDS
+
+
+OUTSIDE_STOPPED_WORDS = "Stopped: the user pressed Stop, and the call was cancelled at the server."
+
+
+def outside_timeout_words(server: str, seconds: float) -> str:
+    return (
+        f"Cancelled: the MCP server {server} did not answer within {seconds:g} seconds; the call"
+        " was cancelled at the server."
+    )
 
 
 def _written_words(write: Write) -> str:

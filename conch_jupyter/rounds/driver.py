@@ -690,6 +690,7 @@ class RoundService:
             # Your agents, in your chats; the door's guests get none, and neither does a room in
             # Jupyter Chat, which has no notebook.
             tools=() if self._require(chat.id).chat_file else NOTEBOOK_TOOLS,
+            mcp=agent.mcp,  # the tools of your MCP servers you gave this agent
             spend_check=lambda cost: running_refusal(
                 self.store, self.budget, agent, chat.id, self.clock(), chat.round, cost
             ),

@@ -57,8 +57,9 @@ from ..coding.rules import prompt_text
 from ..coding.sessions import CodingAgents
 from ..core.deadlines import within
 from ..core.policy import NO_POLICY, Policy, PolicyRefused, check_provider
-from ..notebook.rules import MAX_CALLS_PER_TURN
-from ..notebook.service import Caller, NotebookTools
+from ..mcp_servers.service import McpServerService, Offer
+from ..notebook.rules import MAX_CALLS_PER_TURN, Ending
+from ..notebook.service import Caller, NotebookTools, OutsideTool
 from ..providers import address_of, make_provider, stream_reply
 from ..providers.base import (
     ModelRequest,
@@ -92,6 +93,7 @@ class TurnInput:
     payer: str | None = None  # who else the spend is charged to (a door pairing)
     seconds: float | None = None  # a deadline for the whole reply; None: the provider's own
     tools: tuple[ToolSpec, ...] = ()  # the notebook tools offered; never for the door
+    mcp: tuple[str, ...] = ()  # the agent's MCP servers whose tools it is offered; never the door's
     # Given the turn's metered cost so far, words when the tool loop must ask no more (the
     # round's $1, the chat's limit, the monthly budget); None to go on.
     spend_check: Callable[[float], Refusal | None] | None = None
@@ -144,6 +146,7 @@ class Turns:
     # The administrator's: an agent on a provider it no longer allows answers in its words.
     policy: Policy = NO_POLICY
     coding: CodingAgents | None = None  # what runs the coding agents (ACP)
+    mcp: McpServerService | None = None  # your MCP servers, whose tools your agents are offered
 
     async def take(self, turn: TurnInput, reply: Reply) -> Reply:
         """Ask the agent's model for one reply, into `reply`; see the module's theory."""
@@ -185,6 +188,9 @@ class Turns:
             offline_delay=self.offline_delay,
         )
         caller = Caller(turn.agent.id, turn.agent.name, turn.place)
+        offer = await self._mcp_offer(turn)
+        if offer is not None:
+            request = replace(request, tools=(*request.tools, *offer.specs))
         calls_made = 0
         for trip in range(MAX_CALLS_PER_TURN + 2):
             reply.open_request, reply.open_from = request, len(reply.parts)
@@ -202,9 +208,20 @@ class Turns:
                 return
             results = []
             for call in calls:  # one at a time: a later call may read what an earlier one did
-                results.append(
-                    await self.notebook.call(turn.conversation_id, caller, call, calls_made)
-                )
+                if offer is not None and call.name in offer.tools:
+                    results.append(
+                        await self.notebook.call_outside(
+                            turn.conversation_id,
+                            caller,
+                            call,
+                            calls_made,
+                            self._outside(offer, call),
+                        )
+                    )
+                else:
+                    results.append(
+                        await self.notebook.call(turn.conversation_id, caller, call, calls_made)
+                    )
                 calls_made += 1
             said = "".join(reply.parts[reply.open_from :])
             request = replace(
@@ -212,6 +229,34 @@ class Turns:
             )
             if trip == MAX_CALLS_PER_TURN + 1 or self._spent_enough(turn, reply):
                 return  # every call has its answer; no more requests
+
+    async def _mcp_offer(self, turn: TurnInput) -> Offer | None:
+        """The tools of the agent's MCP servers for this turn; a server that cannot offer them
+        says so in a note (its row keeps the problem), and the turn goes on without them."""
+        if self.mcp is None or self.notebook is None or not turn.mcp or turn.payer is not None:
+            return None
+        offer = await self.mcp.offer(turn.mcp)
+        for words in offer.words:
+            note = await self.store.add_message(turn.conversation_id, "note", words)
+            self.hub.message(note, None)
+        return offer if offer.specs else None
+
+    def _outside(self, offer: Offer, call: ToolCall) -> OutsideTool:
+        """One offered MCP tool as the tool loop runs it."""
+        mcp = self.mcp
+        assert mcp is not None
+        offered = offer.tools[call.name]
+
+        async def run(arguments: dict[str, Any]) -> tuple[str, Ending]:
+            return await mcp.run(offer, call.name, arguments)
+
+        return OutsideTool(
+            server=offered.server,
+            nature=offered.nature,
+            run=run,
+            shown=mcp.shown,
+            seconds=mcp.call_seconds,
+        )
 
     async def _coding_turn(self, turn: TurnInput, config: ProviderConfig, reply: Reply) -> None:
         """One ACP `session/prompt` for a coding agent, streamed into `reply`."""

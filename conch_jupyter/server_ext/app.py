@@ -19,6 +19,7 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado import web
 from traitlets import Bool, Dict, Float, Int, Unicode
 
+from .. import __version__
 from ..a2a.door.rules import DoorGate
 from ..a2a.outside.service import OutsideAgents
 from ..agents.agent_store import AgentStore
@@ -38,6 +39,7 @@ from ..door.http import install_door
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
 from ..door.signer import DoorSigner
+from ..mcp_servers.service import McpServerService
 from ..notebook.documents import NotebookDocuments
 from ..notebook.kernel import NotebookKernels
 from ..notebook.service import NotebookTools
@@ -50,6 +52,7 @@ from ..store.chats import Store
 from ..store.hub import Hub
 from .handlers import API_NOT_FOUND, api_routes
 from .mcp_handler import McpHandler
+from .mcp_server_handlers import mcp_server_routes
 from .outside_handlers import outside_routes
 from .pairing_handlers import pairing_routes
 from .services import ConchServices
@@ -85,6 +88,7 @@ def routes() -> list[tuple[str, type[web.RequestHandler]]]:
         *api_routes(),
         *outside_routes(),
         *pairing_routes(),
+        *mcp_server_routes(),
         (r"conch/mcp", McpHandler),  # the notebook's tools for coding agents (their own keys)
         API_NOT_FOUND,
     ]
@@ -225,6 +229,14 @@ class ConchApp(ExtensionApp):
             idle_seconds=self.acp_idle_seconds,
             mcp=mcp,
         )
+        mcp_servers = McpServerService(
+            store=store,
+            secrets=SealedFile(data / "mcp.secrets.json", seal_key),
+            policy=policy,
+            clock=time.time,
+            hidden=lambda: {kernel_key, self._jupyter_token()},
+            version=__version__,
+        )
         turns = Turns(
             store,
             agents,
@@ -235,6 +247,7 @@ class ConchApp(ExtensionApp):
             notebook=tools,
             policy=policy,
             coding=coding,
+            mcp=mcp_servers,
         )
         rounds = RoundService(
             store=store,
@@ -267,6 +280,7 @@ class ConchApp(ExtensionApp):
             tools=tools,
             coding=coding,
             mcp=mcp,
+            mcp_servers=mcp_servers,
             door_signer=door_signer,
             kernel_key=kernel_key,
             policy=policy,

@@ -67,6 +67,9 @@ class AgentIn(Body):
     instructions: Text = Field(default="", max_length=20_000)
     provider: ProviderIn = ProviderIn(kind="offline")
     price: PriceIn | None = None
+    mcp: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        default=[], max_length=32
+    )
 
 
 class AgentPatch(Body):
@@ -75,6 +78,9 @@ class AgentPatch(Body):
     instructions: Text | None = Field(default=None, max_length=20_000)
     provider: ProviderIn | None = None
     price: PriceIn | None = None
+    mcp: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, max_length=32
+    )
 
 
 class ConversationIn(Body):

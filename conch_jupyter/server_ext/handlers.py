@@ -84,6 +84,7 @@ class AgentsHandler(ConchHandler):
     def post(self) -> None:
         body = self.body(AgentIn)
         allowed_provider(self, body.provider)
+        self.conch.mcp_servers.check_ids(body.mcp)
         agent = self.conch.agents.create(
             name=body.name,
             persona=body.persona,
@@ -92,6 +93,7 @@ class AgentsHandler(ConchHandler):
             price=body.price.model_dump() if body.price else None,
             api_key=body.provider.api_key,
             acp_env=body.provider.env,
+            mcp=body.mcp,
         )
         self.conch.rounds.names_changed()
         self.reply(_public(self.conch, agent), 201)
@@ -110,6 +112,8 @@ class AgentHandler(ConchHandler):
     @authorized
     def patch(self, agent_id: str) -> None:
         body = self.body(AgentPatch)
+        if body.mcp is not None:
+            self.conch.mcp_servers.check_ids(body.mcp)
         changes: dict[str, Any] = {
             k: v
             for k, v in body.model_dump(exclude={"provider"}).items()

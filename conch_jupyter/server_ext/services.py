@@ -16,6 +16,7 @@ from ..core.policy import NO_POLICY, Policy
 from ..door.pairing import PairingStore
 from ..door.service import PeerService
 from ..door.signer import DoorSigner
+from ..mcp_servers.service import McpServerService
 from ..notebook.service import NotebookTools
 from ..rounds.driver import RoundService
 from ..store.chats import Store
@@ -37,6 +38,7 @@ class ConchServices:
     tools: NotebookTools  # your agents' hands in the chat's notebook and kernel
     coding: CodingAgents  # coding agents over ACP: their processes and sessions
     mcp: McpEndpoint  # the notebook's tools, as each coding agent's session is offered them
+    mcp_servers: McpServerService  # your MCP servers, whose tools your agents are offered
     door_signer: DoorSigner  # the door's key, which signs its cards
     kernel_key: str = field(repr=False)
     policy: Policy = NO_POLICY  # what the administrator locked (c.ConchApp.policy)
@@ -44,6 +46,7 @@ class ConchServices:
     async def close(self) -> None:
         await self.rounds.close()
         await self.coding.close()  # every coding agent's process ends
+        await self.mcp_servers.close()  # every MCP server's connection (and process group)
         await self.tools.close()  # stuck runs no longer followed, then the kernels' clients
         await self.peers.close()
         await self.outside.aclose()

@@ -27,6 +27,7 @@ from ..core.errors import ConchError
 from .db import from_row, insert, open_reader, open_writer
 from .door_tasks import DoorTasks
 from .file import StoreFile
+from .mcp_servers import McpServers
 from .pages import BadCursor, Pages, StreamCursor
 from .rows import (
     Conversation,
@@ -94,6 +95,7 @@ class Store(StoreFile):
             self._writer.close()
             raise
         self.door_tasks = DoorTasks(self)
+        self.mcp_servers = McpServers(self)
         self.pages = Pages(self)
 
     def __repr__(self) -> str:

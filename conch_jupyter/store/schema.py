@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _V1 = """
 CREATE TABLE conversations (
@@ -190,6 +190,31 @@ def _to_v9(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
+# Your MCP servers (issue 39): each server you add, its tools as it last listed them and its last
+# problem. The values of its environment and headers are sealed apart (mcp.secrets.json); only
+# their names are here.
+_V10 = """
+CREATE TABLE mcp_servers (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    transport TEXT NOT NULL CHECK (transport IN ('stdio', 'http')),
+    command TEXT,
+    args TEXT NOT NULL DEFAULT '[]',
+    url TEXT,
+    env_names TEXT NOT NULL DEFAULT '[]',
+    header_names TEXT NOT NULL DEFAULT '[]',
+    tools TEXT NOT NULL DEFAULT '[]',
+    started REAL,
+    problem TEXT,
+    created REAL NOT NULL
+)
+"""
+
+
+def _to_v10(db: sqlite3.Connection) -> None:
+    db.execute(_V10)
+
+
 # Migration n takes a database at user_version n to n + 1, inside one transaction.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v1,
@@ -201,4 +226,5 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v7,
     _to_v8,
     _to_v9,
+    _to_v10,
 )

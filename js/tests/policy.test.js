@@ -21,7 +21,7 @@ test("nothing is locked without a policy", () => {
   assert.deepEqual(lockedOf({ locked: [] }), {});
   assert.equal(modeLock({}, "auto"), "");
   assert.equal(kindAllowed({}, "anthropic"), true);
-  assert.deepEqual(sectionLocks({}), { agents: [], outside: [], pairings: [] });
+  assert.deepEqual(sectionLocks({}), { agents: [], outside: [], pairings: [], tools: [] });
   assert.deepEqual(budgetLock({}), { chat: "", month: "" });
 });
 

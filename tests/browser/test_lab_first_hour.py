@@ -117,7 +117,7 @@ def test_settings_from_the_header_keep_every_line_typed(
     settings_button.click()
     settings = chat.locator(".conch-settings")
     expect(settings.get_by_role("tab")).to_have_text(
-        ["Your agents", "Outside agents", "Agents that can talk to yours"]
+        ["Your agents", "Outside agents", "Agents that can talk to yours", "Tools"]
     )
     expect(settings.locator(".conch-row").filter(has_text="Writer")).to_be_visible()
     settings.get_by_role("button", name="Add an agent").click()

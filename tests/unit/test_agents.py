@@ -163,6 +163,7 @@ def test_public_views_never_show_a_key(store: AgentStore) -> None:
         "price",
         "has_key",
         "created",
+        "mcp",
     }
     assert public["provider"] == {"kind": "offline", "model": "scripted", "base_url": None}
     assert public["has_key"] is True

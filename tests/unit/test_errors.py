@@ -83,6 +83,7 @@ INTERNAL = {
     "conch_jupyter.notebook.documents.Held": "the notebook tools answer the call in words",
     "conch_jupyter.store.writer._BatchBroken": "the writer retries the batch one change at a time",
     "conch_jupyter.a2a.signing.SignatureError": "it becomes words in a card's check, no answer",
+    "conch_jupyter.mcp_servers.connection.ServerProblem": "the turn and the row say it in words",
 }
 
 

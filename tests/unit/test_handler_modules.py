@@ -9,7 +9,7 @@ from pathlib import Path
 
 import conch_jupyter.server_ext as server_ext
 
-HANDLER_MODULES = {"handlers", "outside_handlers", "pairing_handlers"}
+HANDLER_MODULES = {"handlers", "outside_handlers", "pairing_handlers", "mcp_server_handlers"}
 FOLDER = Path(server_ext.__file__).parent
 
 

@@ -1,6 +1,7 @@
 """The dependency rule between Conch's packages, read from the imports themselves.
 
     core (leaves) ← store, providers ← agents, a2a, notebook ← coding ← rounds ← door ← server_ext
+                                                 notebook ← mcp_servers ← rounds
                                                               rounds ← chat_rooms ← server_ext
 
 and on the kernel side: core ← client_base ← client ← widget ← magic. Each package's
@@ -24,6 +25,7 @@ SERVER_SIDE = {
     "a2a",
     "notebook",
     "coding",
+    "mcp_servers",
     "rounds",
     "door",
 }
@@ -35,7 +37,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "a2a": {"core", "store"},  # a door task on the wire is read from its stored row
     "notebook": {"core", "store", "providers"},
     "coding": {"core", "store", "agents", "providers", "notebook"},  # ACP coding agents
-    "rounds": {"core", "store", "agents", "providers", "a2a", "notebook", "coding"},
+    # Your MCP servers: their tools under the notebook's one rule.
+    "mcp_servers": {"core", "store", "providers", "notebook"},
+    "rounds": {"core", "store", "agents", "providers", "a2a", "notebook", "coding", "mcp_servers"},
     "door": {"core", "store", "agents", "providers", "a2a", "rounds"},
     # Rooms in Jupyter Chat: a face beside the REST API's, over the same rounds.
     "chat_rooms": {"core", "store", "agents", "notebook", "rounds"},
