@@ -1,6 +1,8 @@
-// Conch's agents in Jupyter Chat's @ list: a JupyterLab extension of one plugin, which adds a
-// command provider to @jupyter/chat's IChatCommandRegistry (as jupyterlab-chat offers its own
-// mentions). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
+// Conch's agents in Jupyter Chat's @ list, and Conch's commands in its / list: a JupyterLab
+// extension of one plugin, which adds a command provider to @jupyter/chat's IChatCommandRegistry
+// (as jupyterlab-chat offers its own mentions). A `/` at the start of an empty message offers
+// `/stop`, `/allow` and `/deny` (what conch_jupyter/chat_rooms/words.py's command_in reads), each
+// with what it does. jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
 // agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name, as
 // Conch's `GET conch/api/roster` names them now (an agent added, renamed or removed is offered
 // so at once; an outside agent whose name clashes with one of yours is held back, as the
@@ -19,7 +21,7 @@ export const ROSTER_MS = 2000;
 const NAME = "conch-jupyter";
 
 /** @typedef {{name: string, providerId: string, description?: string, spaceOnAccept?: boolean}} ChatCommand */
-/** @typedef {{currentWord?: string | null}} InputModel */
+/** @typedef {{currentWord?: string | null, value?: string}} InputModel */
 /** @typedef {{get: () => unknown, loaded?: unknown}} SharedEntry */
 /** @typedef {Record<string, Record<string, SharedEntry>>} ShareScope */
 /** @typedef {{agents?: {name: string}[], outside?: {name: string, clashes_with?: string | null}[]}} Roster */
@@ -54,6 +56,45 @@ export function agentCompletions(currentWord, names) {
     description: "Conch's agent",
     spaceOnAccept: true,
   }));
+}
+
+/** Conch's commands in a chat, with what each does (a command is a whole message). */
+export const COMMANDS = [
+  { name: "/stop", description: "Conch: stop the running round at once" },
+  { name: "/allow", description: "Conch: yes to the question waiting (its id, if several wait)" },
+  { name: "/deny", description: "Conch: no to the question waiting (its id, if several wait)" },
+];
+
+/**
+ * The command completions for what is typed: Conch's commands that start with it, when it is
+ * a `/` word and the whole message so far (a command is a message on its own).
+ * @param {string | null | undefined} currentWord
+ * @param {string | null | undefined} [value] the whole input, when the chat gives it
+ * @returns {ChatCommand[]}
+ */
+export function commandCompletions(currentWord, value) {
+  const typed = /^\/([a-z]*)$/i.exec(currentWord ?? "");
+  if (typed === null) return [];
+  if (typeof value === "string" && value.trim() !== currentWord) return [];
+  const start = `/${typed[1].toLowerCase()}`;
+  return COMMANDS.filter((c) => c.name.startsWith(start)).map((c) => ({
+    name: c.name,
+    providerId: PROVIDER_ID,
+    description: c.description,
+    spaceOnAccept: c.name !== "/stop",
+  }));
+}
+
+/**
+ * What the chat's lists offer for the word being typed: agents after `@`, commands after `/`.
+ * @param {InputModel} input
+ * @param {() => Promise<string[]>} names
+ * @returns {Promise<ChatCommand[]>}
+ */
+export async function completionsFor(input, names) {
+  const word = input.currentWord ?? "";
+  if (word.startsWith("/")) return commandCompletions(word, input.value);
+  return word.startsWith("@") ? agentCompletions(word, await names()) : [];
 }
 
 /**
@@ -121,7 +162,7 @@ function namesNow() {
 function agentsPlugin(chat) {
   return {
     id: `${NAME}:agents-in-chat`,
-    description: "Offers Conch's agents in Jupyter Chat's @ list.",
+    description: "Offers Conch's agents in Jupyter Chat's @ list and Conch's commands in its / list.",
     autoStart: true,
     requires: [chat.IChatCommandRegistry],
     /**
@@ -132,7 +173,7 @@ function agentsPlugin(chat) {
       registry.addProvider({
         id: PROVIDER_ID,
         /** @param {InputModel} input */
-        listCommandCompletions: async (input) => (/^@/.test(input.currentWord ?? "") ? agentCompletions(input.currentWord, await namesNow()) : []),
+        listCommandCompletions: (input) => completionsFor(input, namesNow),
         onSubmit: async () => {},
       });
     },
