@@ -345,3 +345,28 @@ async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
         "agents": [{"id": "ann", "name": "Annie"}, {"id": "bob", "name": "Bob"}],
         "outside": [],
     }
+
+
+async def test_an_agent_on_a_local_ollama_takes_its_turn_in_a_chat(
+    api: Api, models: ScriptedModels, chat: ChatClient
+) -> None:
+    """An agent as Settings saves its Ollama choice (the OpenAI-compatible wire at Ollama's
+    address, no key) answers in a chat: the scripted server speaks Ollama's `/api/tags` and its
+    `/v1/chat/completions`."""
+    models.ollama_models = ["llama3.2:latest"]
+    models.responder = lambda _body: Reply(chunks=["Local ", "words."])
+    for default in ("researcher", "writer"):
+        await api("DELETE", f"agents/{default}")
+    provider = {"kind": "openai", "model": "llama3.2", "base_url": models.openai_url}
+    status, agent = await api("POST", "agents", {"name": "Local", "provider": provider})
+    assert status == 201, agent
+    assert agent["has_key"] is False
+    await chat.until(lambda c: f"conch-{agent['id']}" in c.users)
+
+    await chat.send("@Local say something")
+    await chat.until(lambda c: [m for m in c.by("conch") if "Local answered" in m["body"]])
+    assert [m["body"] for m in chat.by(f"conch-{agent['id']}")] == ["Local words."]
+    [asked] = [r for r in models.requests if r.route == "/v1/chat/completions"]
+    assert asked.json["model"] == "llama3.2"
+    assert asked.json["stream"] is True
+    assert "authorization" not in asked.headers  # a local Ollama takes no key
