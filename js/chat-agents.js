@@ -66,8 +66,8 @@ export const COMMANDS = [
 ];
 
 /**
- * The command completions for what is typed: Conch's commands that start with it, when it is
- * a `/` word and the whole message so far (a command is a message on its own).
+ * The command completions for what is typed: Conch's commands that start with it (and are not
+ * it), when it is a `/` word and the whole message so far (a command is a message on its own).
  * @param {string | null | undefined} currentWord
  * @param {string | null | undefined} [value] the whole input, when the chat gives it
  * @returns {ChatCommand[]}
@@ -77,7 +77,8 @@ export function commandCompletions(currentWord, value) {
   if (typed === null) return [];
   if (typeof value === "string" && value.trim() !== currentWord) return [];
   const start = `/${typed[1].toLowerCase()}`;
-  return COMMANDS.filter((c) => c.name.startsWith(start)).map((c) => ({
+  // A command typed whole is offered no more: Enter then sends it, rather than taking the list.
+  return COMMANDS.filter((c) => c.name.startsWith(start) && c.name !== start).map((c) => ({
     name: c.name,
     providerId: PROVIDER_ID,
     description: c.description,

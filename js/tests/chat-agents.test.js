@@ -73,6 +73,8 @@ test("a / at the start offers Conch's commands, each with what it does", () => {
   // A command is a whole message: none offered within a sentence, or for another word.
   assert.deepEqual(commandCompletions("/stop", "please /stop"), []);
   assert.deepEqual(commandCompletions("/x", "/x"), []);
+  assert.deepEqual(commandCompletions("/stop", "/stop"), []); // whole: Enter sends it
+  assert.deepEqual(commandCompletions("/Deny", "/Deny"), []);
   assert.deepEqual(commandCompletions("stop", "stop"), []);
   assert.deepEqual(commandCompletions("/", undefined).length, 3);
 });
