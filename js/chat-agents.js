@@ -2,7 +2,9 @@
 // extension of one plugin, which adds a command provider to @jupyter/chat's IChatCommandRegistry
 // (as jupyterlab-chat offers its own mentions). A `/` at the start of an empty message offers
 // `/stop`, `/allow` and `/deny` (what conch_jupyter/chat_rooms/words.py's command_in reads), each
-// with what it does. jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
+// with what it does. It also keeps each chat panel following its newest messages while the
+// person reads at the end (`follow`: jupyter-chat 0.25's own following lets go under a growing
+// reply, and a chat being read is left with unread marks). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
 // agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name, as
 // Conch's `GET conch/api/roster` names them now (an agent added, renamed or removed is offered
 // so at once; an outside agent whose name clashes with one of yours is held back, as the
@@ -98,6 +100,74 @@ export async function completionsFor(input, names) {
   return word.startsWith("@") ? agentCompletions(word, await names()) : [];
 }
 
+/** How near the end (px) a chat panel counts as at its end: jupyter-chat's own measure. */
+export const AT_END_PX = 40;
+
+/**
+ * Whether a chat panel goes on following its newest messages after a scroll: at the end it
+ * follows; a person scrolling up stops it; anything else (the content growing under a reply as
+ * it streams, a rename redrawing the panel) leaves it as it was.
+ * @param {boolean} following @param {number} lastTop where the panel was scrolled to before
+ * @param {{top: number, height: number, client: number}} now
+ */
+export function stillFollowing(following, lastTop, now) {
+  if (now.height - now.top - now.client < AT_END_PX) return true;
+  if (now.top < lastTop - 1) return false;
+  return following;
+}
+
+/**
+ * Keep one chat panel at its newest message while it follows. jupyter-chat 0.25 decides at each
+ * scroll event whether it is at the end; a reply that grows between its own scroll and that
+ * event (a streaming reply, a chat renamed and redrawn) makes it stop following, and the
+ * messages that then come below the fold stay unread (the tab's mark) on a chat being read.
+ * @param {HTMLElement} scroller @param {HTMLElement} box the messages inside it
+ */
+function follow(scroller, box) {
+  let following = true;
+  let lastTop = scroller.scrollTop;
+  scroller.addEventListener("scroll", () => {
+    const now = { top: scroller.scrollTop, height: scroller.scrollHeight, client: scroller.clientHeight };
+    following = stillFollowing(following, lastTop, now);
+    lastTop = scroller.scrollTop;
+  });
+  new ResizeObserver(() => {
+    if (following && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight >= 1) {
+      scroller.scrollTop = scroller.scrollHeight;
+      lastTop = scroller.scrollTop;
+    }
+  }).observe(box);
+}
+
+/** @type {WeakSet<Element>} */
+const followed = new WeakSet();
+
+/**
+ * Every chat panel on the page follows its newest messages (those drawn later too: a panel's
+ * messages are drawn by React after its widget is added, so the page is looked over again,
+ * once a frame at most, as it changes).
+ * @param {HTMLElement} root
+ */
+function followChats(root) {
+  let pending = false;
+  const scan = () => {
+    pending = false;
+    for (const box of root.querySelectorAll(".jp-chat-messages-container")) {
+      const scroller = box.parentElement;
+      if (scroller === null || followed.has(box)) continue;
+      followed.add(box);
+      follow(scroller, /** @type {HTMLElement} */ (box));
+    }
+  };
+  new MutationObserver(() => {
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(scan);
+    }
+  }).observe(root, { childList: true, subtree: true });
+  scan();
+}
+
 /**
  * Which shared copy of a module the page uses: the highest version (webpack's singleton rule),
  * the one already loaded among equals.
@@ -171,6 +241,7 @@ function agentsPlugin(chat) {
      * @param {{addProvider: (provider: object) => void}} registry
      */
     activate: (_app, registry) => {
+      followChats(document.body);
       registry.addProvider({
         id: PROVIDER_ID,
         /** @param {InputModel} input */

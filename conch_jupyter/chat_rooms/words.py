@@ -123,7 +123,7 @@ def welcome_line(names: Sequence[str]) -> str:
     )
 
 
-STOPPED_MARK = "*⏹ Stopped here: the rest of this reply was not written.*"
+STOPPED_MARK = "*(Stopped here: the rest of this reply was not written.)*"
 
 
 def stopped_reply(text: str) -> str:

@@ -254,7 +254,8 @@ def subject_lines(who: str, task: str, before: str | None) -> list[str]:
 def points_asked(task: str) -> int:
     """How many points the speaker's part asks for ("three options", "one idea each"): three
     unless it says, at most MOST_POINTS."""
-    found = re.search(r"\b(\d+|one|two|three|four|five|a few|a couple)\b", task, re.I)
+    # A number of things: "three options", "2 ideas", "one idea each" (not "note number 3").
+    found = re.search(r"\b(\d+|one|two|three|four|five|a few|a couple)\s+[a-z]", task, re.I)
     if found is None:
         return 3
     word = found.group(1).lower()

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PROVIDER_ID, agentCompletions, chosenVersion, commandCompletions, completionsFor, rosterNames } from "../chat-agents.js";
+import { PROVIDER_ID, agentCompletions, chosenVersion, commandCompletions, completionsFor, rosterNames, stillFollowing } from "../chat-agents.js";
 
 const roster = {
   agents: [
@@ -96,4 +96,13 @@ test("the lists: agents after @, commands after /, nothing else asks the server"
   assert.deepEqual(await completionsFor({ currentWord: "word" }, names), []);
   assert.deepEqual(await completionsFor({ currentWord: null }, names), []);
   assert.equal(asked, 1);
+});
+
+test("a chat panel follows at its end, stops when scrolled up, and keeps its state as it grows", () => {
+  const at = (top, height) => ({ top, height, client: 500 });
+  assert.equal(stillFollowing(false, 0, at(980, 1500)), true); // 20 px from the end
+  assert.equal(stillFollowing(true, 1000, at(400, 1500)), false); // the person scrolled up
+  assert.equal(stillFollowing(true, 1000, at(1000, 1900)), true); // a reply grew below
+  assert.equal(stillFollowing(false, 400, at(400, 1900)), false); // still where they left it
+  assert.equal(stillFollowing(true, 1000, at(1200, 1900)), true);
 });

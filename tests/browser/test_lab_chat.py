@@ -10,6 +10,7 @@ Conch's."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,5 +155,42 @@ def a_round_then_stop(browser: Browser, lab: Lab, screenshot: str) -> None:
         whole_room = http.get(f"{lab.url}conch/api/conversations/{room['id']}").json()
     ends = [e["reason"] for e in whole_room["events"] if e["type"] == "round.ended"]
     assert ends == ["done", "stopped"]
+    assert not [e for e in console.errors if "conch" in e.lower()]
+    page.context.close()
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_chat_being_read_follows_its_new_messages_and_keeps_no_unread_mark(
+    browser: Browser, lab: Lab, renamed: bool
+) -> None:
+    """A person reads a chat at its end while rounds come in, one after a rename of the chat
+    (as the file browser renames it): the panel follows each new message to the end, and its
+    tab keeps no unread mark (jupyter-chat's "*"; Conch's extension keeps the panel following)."""
+    name = f"follow-{renamed}.chat"
+    with lab.client() as http:
+        made = {"type": "file", "format": "text", "content": "{}"}
+        assert http.put(f"{lab.url}api/contents/{name}", json=made).is_success
+    page = browser.new_context(viewport={"width": 1280, "height": 700}).new_page()
+    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}")
+    page.wait_for_selector(".jp-chat-input-container textarea", timeout=60_000)
+    console = Console(page)
+    conch = messages_of(page, "Conch")
+    expect(conch.first).to_contain_text("Conch's agents are in this chat", timeout=30_000)
+    expect(page.locator(".lm-TabBar-tab", has_text=name)).to_be_visible(timeout=30_000)
+    if renamed:
+        page.evaluate(
+            "name => window.jupyterapp.serviceManager.contents.rename(name, 'renamed.chat')", name
+        )
+        name = "renamed.chat"
+    tab = page.locator(".lm-TabBar-tab", has_text=name)
+    expect(tab).to_be_visible(timeout=30_000)
+    for n in range(1, 4):
+        send(page, f"@Researcher note number {n}")
+        expect(conch.filter(has_text="Researcher answered")).to_have_count(n, timeout=60_000)
+    last = page.locator(".jp-chat-message").last
+    expect(last).to_be_in_viewport(timeout=10_000)
+    expect(tab).not_to_have_class(re.compile(r"jp-lab-chat-title-unread"), timeout=10_000)
+    expect(tab).not_to_contain_text("*")
+    page.screenshot(path=screenshot_path(f"chat-following-{'renamed' if renamed else 'read'}"))
     assert not [e for e in console.errors if "conch" in e.lower()]
     page.context.close()

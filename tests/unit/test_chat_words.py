@@ -141,6 +141,6 @@ def test_the_welcome_names_who_can_be_mentioned_and_how_to_stop() -> None:
 
 
 def test_a_stopped_reply_is_marked_on_itself() -> None:
-    assert stopped_reply("Half a thought   \n").startswith("Half a thought\n\n*⏹ Stopped here")
+    assert stopped_reply("Half a thought   \n").startswith("Half a thought\n\n*(Stopped here: ")
     assert stopped_reply("") == stopped_reply("  ")
     assert "Stopped here" in stopped_reply("")

@@ -394,6 +394,9 @@ def test_offline_agents_answer_their_own_part_and_the_next_takes_up_the_last() -
     assert "**Researcher** on “find three options for a tiny dataset”:" in first
     points = [line[2:] for line in first.split("\n") if line.startswith("- ")]
     assert len(points) == 3  # "three options"
+    assert offline_reply(offline_request("Bob", "two ideas, please")).count("\n- ") == 2
+    assert offline_reply(offline_request("Bob", "one idea each")).count("\n- ") == 1
+    assert offline_reply(offline_request("Bob", "note number 1")).count("\n- ") == 3
     assert "@" not in first  # nobody asked them to take turns: the engine hands over
 
     # The Writer is handed the history as the rounds hand it (the Researcher's reply quoted).
