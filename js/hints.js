@@ -36,7 +36,7 @@ export function placeUnder(control, tipWidth, hostWidth) {
  * @param {HTMLElement} control @param {string} words @param {HTMLElement} host
  */
 export function hint(control, words, host) {
-  const tip = h("span", { class: "conch-hint", role: "tooltip", id: `conch-hint-${uid()}`, hidden: true, text: words });
+  const tip = h("span", { class: "conch-tip", role: "tooltip", id: `conch-tip-${uid()}`, hidden: true, text: words });
   const described = control.getAttribute("aria-describedby");
   control.setAttribute("aria-describedby", described ? `${described} ${tip.id}` : tip.id);
   host.append(tip);
