@@ -195,7 +195,7 @@ export function composer(state, send) {
     }
     const running = Boolean(state.get("round_running"));
     // Short enough to be read whole in the narrowest chat (600 px with the file browser open).
-    input.placeholder = running ? "Write to stop them" : "Message (@ mentions)";
+    input.placeholder = running ? "Send to end the round" : "Message (@ mentions)";
     const notice = state.get("notice") || "";
     const words = notice || (running ? "Sending now ends the round." : "Enter sends · Shift+Enter breaks the line");
     if (hint.textContent !== words) hint.textContent = words; // a live region: say each thing once

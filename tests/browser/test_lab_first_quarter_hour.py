@@ -277,7 +277,7 @@ def test_the_placeholder_fits_at_600_px_with_the_file_browser_open(
     assert fits["needs"] <= fits["room"], fits
     # And while a round runs (writing then ends it after the running reply).
     say(page, chat, "@Researcher and @Writer, take turns on it: one idea each.")
-    expect(box).to_have_attribute("placeholder", "Write to stop them", timeout=30_000)
+    expect(box).to_have_attribute("placeholder", "Send to end the round", timeout=30_000)
     fits = box.evaluate(PLACEHOLDER)
     assert fits["needs"] <= fits["room"], fits
     chat.get_by_role("button", name="Stop", exact=True).first.click()
