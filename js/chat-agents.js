@@ -1,6 +1,10 @@
-// Conch's agents in Jupyter Chat's @ list: a JupyterLab extension of one plugin, which adds a
-// command provider to @jupyter/chat's IChatCommandRegistry (as jupyterlab-chat offers its own
-// mentions). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
+// Conch's agents in Jupyter Chat's @ list, and Conch's commands in its / list: a JupyterLab
+// extension of one plugin, which adds a command provider to @jupyter/chat's IChatCommandRegistry
+// (as jupyterlab-chat offers its own mentions). A `/` at the start of an empty message offers
+// `/stop`, `/continue`, `/allow` and `/deny` (what conch_jupyter/chat_rooms/words.py's command_in reads), each
+// with what it does. It also keeps each chat panel following its newest messages while the
+// person reads at the end (`follow`: jupyter-chat 0.25's own following lets go under a growing
+// reply, and a chat being read is left with unread marks). jupyterlab-chat 0.25's own list skips bot users (jupyter-chat #466), and Conch's
 // agents are bot users of every chat (conch_jupyter/chat_rooms/): this offers them by name, as
 // Conch's `GET conch/api/roster` names them now (an agent added, renamed or removed is offered
 // so at once; an outside agent whose name clashes with one of yours is held back, as the
@@ -19,7 +23,7 @@ export const ROSTER_MS = 2000;
 const NAME = "conch-jupyter";
 
 /** @typedef {{name: string, providerId: string, description?: string, spaceOnAccept?: boolean}} ChatCommand */
-/** @typedef {{currentWord?: string | null}} InputModel */
+/** @typedef {{currentWord?: string | null, value?: string}} InputModel */
 /** @typedef {{get: () => unknown, loaded?: unknown}} SharedEntry */
 /** @typedef {Record<string, Record<string, SharedEntry>>} ShareScope */
 /** @typedef {{agents?: {name: string}[], outside?: {name: string, clashes_with?: string | null}[]}} Roster */
@@ -54,6 +58,115 @@ export function agentCompletions(currentWord, names) {
     description: "Conch's agent",
     spaceOnAccept: true,
   }));
+}
+
+/** Conch's commands in a chat, with what each does (a command is a whole message). */
+export const COMMANDS = [
+  { name: "/stop", description: "Conch: stop the running round at once" },
+  { name: "/continue", description: "Conch: continue the round stopped at its bound, with fresh bounds" },
+  { name: "/allow", description: "Conch: yes to the question waiting (its id, if several wait)" },
+  { name: "/deny", description: "Conch: no to the question waiting (its id, if several wait)" },
+];
+
+/**
+ * The command completions for what is typed: Conch's commands that start with it (and are not
+ * it), when it is a `/` word and the whole message so far (a command is a message on its own).
+ * @param {string | null | undefined} currentWord
+ * @param {string | null | undefined} [value] the whole input, when the chat gives it
+ * @returns {ChatCommand[]}
+ */
+export function commandCompletions(currentWord, value) {
+  const typed = /^\/([a-z]*)$/i.exec(currentWord ?? "");
+  if (typed === null) return [];
+  if (typeof value === "string" && value.trim() !== currentWord) return [];
+  const start = `/${typed[1].toLowerCase()}`;
+  // A command typed whole is offered no more: Enter then sends it, rather than taking the list.
+  return COMMANDS.filter((c) => c.name.startsWith(start) && c.name !== start).map((c) => ({
+    name: c.name,
+    providerId: PROVIDER_ID,
+    description: c.description,
+    spaceOnAccept: c.name !== "/stop" && c.name !== "/continue",
+  }));
+}
+
+/**
+ * What the chat's lists offer for the word being typed: agents after `@`, commands after `/`.
+ * @param {InputModel} input
+ * @param {() => Promise<string[]>} names
+ * @returns {Promise<ChatCommand[]>}
+ */
+export async function completionsFor(input, names) {
+  const word = input.currentWord ?? "";
+  if (word.startsWith("/")) return commandCompletions(word, input.value);
+  return word.startsWith("@") ? agentCompletions(word, await names()) : [];
+}
+
+/** How near the end (px) a chat panel counts as at its end: jupyter-chat's own measure. */
+export const AT_END_PX = 40;
+
+/**
+ * Whether a chat panel goes on following its newest messages after a scroll: at the end it
+ * follows; a person scrolling up stops it; anything else (the content growing under a reply as
+ * it streams, a rename redrawing the panel) leaves it as it was.
+ * @param {boolean} following @param {number} lastTop where the panel was scrolled to before
+ * @param {{top: number, height: number, client: number}} now
+ */
+export function stillFollowing(following, lastTop, now) {
+  if (now.height - now.top - now.client < AT_END_PX) return true;
+  if (now.top < lastTop - 1) return false;
+  return following;
+}
+
+/**
+ * Keep one chat panel at its newest message while it follows. jupyter-chat 0.25 decides at each
+ * scroll event whether it is at the end; a reply that grows between its own scroll and that
+ * event (a streaming reply, a chat renamed and redrawn) makes it stop following, and the
+ * messages that then come below the fold stay unread (the tab's mark) on a chat being read.
+ * @param {HTMLElement} scroller @param {HTMLElement} box the messages inside it
+ */
+function follow(scroller, box) {
+  let following = true;
+  let lastTop = scroller.scrollTop;
+  scroller.addEventListener("scroll", () => {
+    const now = { top: scroller.scrollTop, height: scroller.scrollHeight, client: scroller.clientHeight };
+    following = stillFollowing(following, lastTop, now);
+    lastTop = scroller.scrollTop;
+  });
+  new ResizeObserver(() => {
+    if (following && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight >= 1) {
+      scroller.scrollTop = scroller.scrollHeight;
+      lastTop = scroller.scrollTop;
+    }
+  }).observe(box);
+}
+
+/** @type {WeakSet<Element>} */
+const followed = new WeakSet();
+
+/**
+ * Every chat panel on the page follows its newest messages (those drawn later too: a panel's
+ * messages are drawn by React after its widget is added, so the page is looked over again,
+ * once a frame at most, as it changes).
+ * @param {HTMLElement} root
+ */
+function followChats(root) {
+  let pending = false;
+  const scan = () => {
+    pending = false;
+    for (const box of root.querySelectorAll(".jp-chat-messages-container")) {
+      const scroller = box.parentElement;
+      if (scroller === null || followed.has(box)) continue;
+      followed.add(box);
+      follow(scroller, /** @type {HTMLElement} */ (box));
+    }
+  };
+  new MutationObserver(() => {
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(scan);
+    }
+  }).observe(root, { childList: true, subtree: true });
+  scan();
 }
 
 /**
@@ -121,7 +234,7 @@ function namesNow() {
 function agentsPlugin(chat) {
   return {
     id: `${NAME}:agents-in-chat`,
-    description: "Offers Conch's agents in Jupyter Chat's @ list.",
+    description: "Offers Conch's agents in Jupyter Chat's @ list and Conch's commands in its / list.",
     autoStart: true,
     requires: [chat.IChatCommandRegistry],
     /**
@@ -129,10 +242,11 @@ function agentsPlugin(chat) {
      * @param {{addProvider: (provider: object) => void}} registry
      */
     activate: (_app, registry) => {
+      followChats(document.body);
       registry.addProvider({
         id: PROVIDER_ID,
         /** @param {InputModel} input */
-        listCommandCompletions: async (input) => (/^@/.test(input.currentWord ?? "") ? agentCompletions(input.currentWord, await namesNow()) : []),
+        listCommandCompletions: (input) => completionsFor(input, namesNow),
         onSubmit: async () => {},
       });
     },

@@ -123,19 +123,22 @@ export function chatView(model, el, connect, openSettings) {
   const asks = approvals(actions, ctx.announce, refocus);
   const settings = settingsPlace(openSettings);
   const stuckRun = stuckBlock(actions, ctx.announce, refocus);
+  // Whole groups that wrap as groups (widget.css): the title, Settings, the mode and its
+  // words, the spend and Limit; each control of them explains itself (hints.js).
+  const head = h(
+    "div",
+    { class: "conch-head" },
+    h("span", { class: "conch-head-title" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title),
+    settings.button,
+    modes.el,
+    spend.el,
+  );
+  modes.explain(head);
+  spend.explain(head);
   const root = h(
     "div",
     { class: "conch conch-chat", "data-source": source.via },
-    // Whole groups that wrap as groups (widget.css): the title, Settings, the mode and its
-    // words, the spend and Limit.
-    h(
-      "div",
-      { class: "conch-head" },
-      h("span", { class: "conch-head-title" }, h("span", { class: "conch-mark", "aria-hidden": "true" }), title),
-      settings.button,
-      modes.el,
-      spend.el,
-    ),
+    head,
     settings.host,
     problem,
     empty,

@@ -194,7 +194,8 @@ export function composer(state, send) {
       if (document.activeElement === input) refresh();
     }
     const running = Boolean(state.get("round_running"));
-    input.placeholder = running ? "Write to end the round (@ to mention)" : "Message your agents (@ to mention)";
+    // Short enough to be read whole in the narrowest chat (600 px with the file browser open).
+    input.placeholder = running ? "Send to end the round" : "Message (@ mentions)";
     const notice = state.get("notice") || "";
     const words = notice || (running ? "Sending now ends the round." : "Enter sends · Shift+Enter breaks the line");
     if (hint.textContent !== words) hint.textContent = words; // a live region: say each thing once

@@ -8,6 +8,7 @@
  */
 
 import { h } from "./dom.js";
+import { HINTS, hint } from "./hints.js";
 import { budgetLock } from "./policy.js";
 import { dollars, spentWords } from "./words.js";
 
@@ -98,7 +99,13 @@ export function chatSpend(setLimit) {
     }
     if (form.hidden) input.value = budget.chat.limit === null ? "" : String(budget.chat.limit);
   }
-  return { el, draw };
+  /** The spend line and Limit say what they are, on hover and focus (hints.js), in `host`. @param {HTMLElement} host */
+  function explain(host) {
+    words.tabIndex = 0; // reachable by the keyboard, so its words can be had there too
+    hint(words, HINTS.spend, host);
+    hint(open, HINTS.limit, host);
+  }
+  return { el, draw, explain };
 }
 
 /**

@@ -15,6 +15,7 @@ import { monthSpend } from "./cost-views.js";
 import { disc, h, uid } from "./dom.js";
 import { drawItem } from "./items.js";
 import { kindAllowed, sectionLocks } from "./policy.js";
+import { CHOICES, addressFor, choice, choiceAllowed, choiceOf } from "./providers.js";
 import { acpCardWords, acpFields } from "./settings-acp.js";
 import { outsideSection } from "./settings-outside.js";
 import { serverChoices, toolsSection } from "./settings-tools.js";
@@ -63,14 +64,7 @@ function agentForm(act) {
   const name = input("name", { required: true, maxlength: 40 });
   const persona = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "persona", rows: 2 }));
   const instructions = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "instructions", rows: 3 }));
-  const kind = /** @type {HTMLSelectElement} */ (
-    h(
-      "select",
-      { name: "kind" },
-      ...["offline", "openai", "anthropic"].map((k) => h("option", { value: k, text: k })),
-      h("option", { value: "acp", text: "coding agent (ACP)" }),
-    )
-  );
+  const kind = /** @type {HTMLSelectElement} */ (h("select", { name: "kind" }, ...CHOICES.map((c) => h("option", { value: c.value, text: c.label }))));
   // A coding agent (ACP) is a command Conch runs, not a model: its own fields (settings-acp.js).
   const acp = acpFields();
   const tools = serverChoices(); // which of your MCP servers' tools its turns are offered
@@ -88,9 +82,15 @@ function agentForm(act) {
   const showKind = () => {
     const coding = kind.value === "acp";
     for (const row of [modelRow, addressRow, keyRow]) row.hidden = coding;
+    keyRow.hidden = coding || Boolean(choice(kind.value).keyless);
+    // Each provider's Model box says what a model name looks like there.
+    modelName.placeholder = choice(kind.value).example;
     acp.show(coding);
   };
-  kind.addEventListener("change", showKind);
+  kind.addEventListener("change", () => {
+    baseUrl.value = addressFor(kind.value, baseUrl.value);
+    showKind();
+  });
   /** @type {string | null} */
   let editing = null;
   const form = h(
@@ -123,7 +123,7 @@ function agentForm(act) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     /** @type {Record<string, any>} */
-    let provider = { kind: kind.value, model: modelName.value.trim(), base_url: baseUrl.value.trim() || null };
+    let provider = { kind: choice(kind.value).kind, model: modelName.value.trim(), base_url: baseUrl.value.trim() || null };
     if (key.value) provider.api_key = key.value;
     if (kind.value === "acp") {
       const coding = acp.provider();
@@ -149,7 +149,7 @@ function agentForm(act) {
     name.value = agent?.name || "";
     persona.value = agent?.persona || "";
     instructions.value = agent?.instructions || "";
-    kind.value = agent?.provider?.kind || "offline";
+    kind.value = choiceOf(agent?.provider);
     // A new agent starts on a provider the administrator allows.
     if (!agent && kind.selectedOptions[0]?.disabled) kind.value = [...kind.options].find((o) => !o.disabled)?.value || kind.value;
     modelName.value = agent?.provider?.model || "";
@@ -172,7 +172,7 @@ function agentForm(act) {
 
   /** The providers the administrator's policy does not allow cannot be chosen. @param {import("./policy.js").Locked} locked */
   function lock(locked) {
-    for (const option of kind.options) option.disabled = !kindAllowed(locked, option.value);
+    for (const option of kind.options) option.disabled = !choiceAllowed(locked, option.value, kindAllowed);
   }
 
   /** Your MCP servers, for the checkboxes (kept while the form is open). @param {any[]} list */
@@ -330,7 +330,7 @@ export function settingsView(source, el) {
               agent.provider?.kind === "acp"
                 ? acpCardWords(agent) +
                     (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered by Conch")
-                : [...new Set([agent.provider?.kind, agent.provider?.model].filter(Boolean))].join(" · ") +
+                : [...new Set([choiceOf(agent.provider), agent.provider?.model].filter(Boolean))].join(" · ") +
                     (agent.price ? ` · $${agent.price.input_per_mtok}/$${agent.price.output_per_mtok} per M tokens` : " · not metered") +
                     (agent.has_key ? " · key kept" : ""),
             ),

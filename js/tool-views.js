@@ -14,6 +14,7 @@
 import { ACP, acpAnnouncement, acpHead, acpOutputParts } from "./acp.js";
 import { cellChange, cellRecord, undoBar } from "./cell-views.js";
 import { h, uid } from "./dom.js";
+import { HINTS, hint } from "./hints.js";
 import { modeLock } from "./policy.js";
 import { CELL_TOOLS, CONTINUE, MODES, SEND_OUTSIDE, modeWords } from "./tools.js";
 import { and } from "./words.js";
@@ -62,6 +63,8 @@ export function modeSwitch(actions) {
   const locks = h("span", { class: "conch-mode-lock conch-locked", hidden: true });
   const el = h("div", { class: "conch-mode-bar" }, group, words, locks);
   el.hidden = true;
+  /** @type {Map<Mode, {say: (words: string) => void}>} each button's tooltip, once explained */
+  const hints = new Map();
 
   /** @param {ToolView | undefined} view */
   function draw(view) {
@@ -74,8 +77,7 @@ export function modeSwitch(actions) {
       const lock = modeLock(view.locked || {}, mode);
       if (lock) off.push(lock);
       button.classList.toggle("is-locked", Boolean(lock));
-      if (lock) button.title = lock;
-      else button.removeAttribute("title");
+      hints.get(mode)?.say(lock || HINTS[mode]);
       if (view.switchable && !lock) button.removeAttribute("disabled");
       else button.setAttribute("disabled", "");
     }
@@ -86,7 +88,11 @@ export function modeSwitch(actions) {
     el.classList.toggle("is-guarded", said.guarded);
     el.dataset.mode = view.mode;
   }
-  return { el, draw };
+  /** Each button says what its mode does, on hover and focus (hints.js), in `host`. @param {HTMLElement} host */
+  function explain(host) {
+    for (const [mode, button] of buttons) hints.set(mode, hint(button, HINTS[mode], host));
+  }
+  return { el, draw, explain };
 }
 
 /**

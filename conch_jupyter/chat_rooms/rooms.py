@@ -10,9 +10,11 @@ handed to the rounds as someone else's words. Conch's own posts are known by the
 got back, never by sender.
 
 Out: Conch follows the room's conversation in the Hub, like an open view, and writes what the
-round does into the chat: each reply as its agent's message, streamed in steps; an outside agent's
-answer sealed; handovers, questions, the round's end (one line) and a message sent to the room
-through the API from "Conch".
+round does into the chat: each reply as its agent's message, streamed in steps (marked on itself
+when Stop cut it); an outside agent's answer sealed; from "Conch", one line per round, changed in
+place as the floor changes hands and at the end to the round's end, besides its questions, its
+other notes and a message sent to the room through the API. A new chat (no message yet) gets
+Conch's one welcome line when it first goes live.
 
 The room is the conversation kept for the chat file's own id (`metadata.id`), so a rename or a
 restart finds it again. Nothing here decides anything of a round: the rounds do (rounds/driver.py).
@@ -43,7 +45,7 @@ from ..agents.agent_store import AgentStore
 from ..core.errors import ConchError
 from ..notebook.service import NotebookTools
 from ..rounds.driver import RoundService
-from ..rounds.engine import NO_ROUND_WORDS, end_why
+from ..rounds.engine import NO_ROUND_WORDS, ROUND_LIMITS, end_why
 from ..store.chats import Store
 from ..store.hub import Hub
 from .words import (
@@ -58,7 +60,10 @@ from .words import (
     how_to_continue,
     initials_of,
     question_line,
+    round_line,
     sealed,
+    stopped_reply,
+    welcome_line,
     writer_of,
 )
 
@@ -79,6 +84,16 @@ class _Stream:
 
 
 @dataclass
+class _Posted:
+    """One of Conch's posts that it may change later: its chat message and what it shows."""
+
+    chat_message: str
+    sender: str
+    time: float
+    body: str
+
+
+@dataclass
 class _Room:
     """One live chat and what Conch holds of it."""
 
@@ -94,6 +109,9 @@ class _Room:
     streams: dict[str, _Stream] = field(default_factory=dict)
     round_spent: float | None = None
     said_at_end: str | None = None
+    round_limit: int | None = None  # the running round's bound of replies
+    round_post: _Posted | None = None  # the running round's one line
+    last_reply: _Posted | None = None  # the round's last reply, while no handover follows it
     alive: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     held: bool = False  # kept in memory while a round runs (`alive`)
 
@@ -146,6 +164,7 @@ class ChatRooms:
             return
         room = self._rooms[chat_id] = _Room(chat_id, model)
         self._set_users(room)
+        self._welcome(room)
         self._observe(room)
         room.tasks.append(asyncio.create_task(self._listen(room), name=f"conch-chat-{chat_id}"))
         kept = self.store.find_chat_room(chat_id)
@@ -323,6 +342,8 @@ class ChatRooms:
                     room.round_spent = spent if spent is not None else room.round_spent
                 elif kind == "round":
                     self._hold(room, item.get("round") is not None)
+                    limit = (item.get("round") or {}).get("limit")
+                    room.round_limit = limit if isinstance(limit, int) else room.round_limit
             except Exception:
                 log.exception("Conch: chat %s: could not show %s", room.chat_id, kind)
 
@@ -338,6 +359,8 @@ class ChatRooms:
             self._post(room, sender, sealed(str(message["text"]), name))
         elif role == "user":
             self._say(room, from_elsewhere(str(message["text"])))
+        elif role == "note" and isinstance(message.get("round"), dict):
+            self._floor_changed(room, str(message["text"]), message["round"])
         elif role == "note":
             if before_end:
                 room.said_at_end = str(message["text"])  # folded into the end's one line
@@ -348,6 +371,7 @@ class ChatRooms:
         kind = event.get("type")
         if kind == "round.started":
             room.round_spent, room.said_at_end = None, None
+            room.round_post, room.last_reply = None, None
         elif kind == "round.ended":
             said, room.said_at_end = room.said_at_end, None
             reason = str(event.get("reason"))
@@ -357,8 +381,10 @@ class ChatRooms:
                     said = None  # the folded words say it already
             going_on = how_to_continue(reason, str(event.get("limit", "round")))
             words = str(event.get("words", ""))
-            self._say(room, end_line(words, said, room.round_spent, going_on))
-            room.round_spent = None
+            self._round_says(room, end_line(words, said, room.round_spent, going_on))
+            if reason == "stopped" and room.last_reply is not None:
+                self._change(room, room.last_reply, stopped_reply(room.last_reply.body))
+            room.round_spent, room.round_post, room.last_reply = None, None, None
         elif kind in ("tool.asking", "send.asking", "continue.asking"):
             self._say(room, question_line(event))
 
@@ -388,12 +414,42 @@ class ChatRooms:
         text = str(message["text"])
         stream = room.streams.pop(str(message["id"]), None)
         if stream is None:
-            self._post(room, agent_user(str(message.get("agent"))), text)
+            sender = agent_user(str(message.get("agent")))
+            room.last_reply = self._posted(room, self._post(room, sender, text), sender, text)
             return
         if stream.step is not None:
             stream.step.cancel()
         if text != stream.shown:
             self._update(room, stream, text, append=False)
+        room.last_reply = _Posted(stream.chat_message, stream.sender, stream.time, text)
+
+    def _floor_changed(self, room: _Room, words: str, place: dict[str, Any]) -> None:
+        """A handover: the round's one line says who has the floor now, and which reply of its
+        bound this is; the reply before it was whole."""
+        room.last_reply = None
+        limit = room.round_limit or ROUND_LIMITS.replies
+        self._round_says(room, round_line(words, place.get("turn"), limit))
+
+    def _round_says(self, room: _Room, body: str) -> None:
+        """The round's one line from Conch: posted at its first handover, changed in place
+        after, to its end at the end."""
+        if room.round_post is None:
+            room.round_post = self._posted(
+                room, self._post(room, CONCH_USER, body), CONCH_USER, body
+            )
+        else:
+            self._change(room, room.round_post, body)
+
+    def _welcome(self, room: _Room) -> None:
+        """A new chat (no message yet) gets Conch's one welcome line: who can be mentioned,
+        and how to stop them. The chat keeps it, so it is never said twice."""
+        if room.model.get_messages():
+            return
+        ours = [a.name for a in self.agents.list()]
+        outside = [
+            o["name"] for o in self.rounds.roster_json()["outside"] if not o.get("clashes_with")
+        ]
+        self._say(room, welcome_line([*ours, *outside]))
 
     # --- the chat's own calls ---
 
@@ -403,6 +459,16 @@ class ChatRooms:
         posted = str(made)
         room.ours.add(posted)
         return posted
+
+    def _posted(self, room: _Room, chat_message: str, sender: str, body: str) -> _Posted:
+        posted = room.model.get_message(chat_message)
+        return _Posted(chat_message, sender, posted.time if posted is not None else 0.0, body)
+
+    def _change(self, room: _Room, post: _Posted, body: str) -> None:
+        """One of Conch's posts changed in place (it keeps its place and time in the chat)."""
+        post.body = body
+        change = Message(body=body, id=post.chat_message, time=post.time, sender=post.sender)
+        room.model.update_message(change, append=False)
 
     def _update(self, room: _Room, stream: _Stream, body: str, *, append: bool) -> None:
         change = Message(body=body, id=stream.chat_message, time=stream.time, sender=stream.sender)

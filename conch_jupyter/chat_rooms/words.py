@@ -1,7 +1,8 @@
 """What the chat face reads and writes, as pure functions: who wrote a chat message, which of
-Conch's commands a person typed, who Conch's bot users are, and the lines Conch posts (a
-question with how to answer it, the round's end folded to one line, an outside agent's words
-sealed). No rule of a round lives here: these only translate.
+Conch's commands a person typed, who Conch's bot users are, and the lines Conch posts (a new
+chat's welcome, the round's one line as the floor changes hands and as its end, a question with
+how to answer it, a stopped reply's mark, an outside agent's words sealed). No rule of a round
+lives here: these only translate.
 
 Who wrote a message: jupyterlab-chat says a message came from a client (`client_msg_received`:
 a person, whatever sender name the client gave) or was written on the server
@@ -12,6 +13,7 @@ posts by their message ids, never by sender; another writer's message is someone
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -116,6 +118,34 @@ def how_to_continue(reason: str, limit: str = "round") -> str | None:
     if reason == "spend" and limit != "round":
         return "raise the limit, then `/continue` to go on"
     return "`/continue` to go on"
+
+
+def round_line(words: str, turn: object, limit: object) -> str:
+    """The round's one line while it runs: who has the floor, and how many of its replies this
+    is ("Researcher handed over to Writer · 2 of 8")."""
+    place = f" · {turn} of {limit}" if isinstance(turn, int) and isinstance(limit, int) else ""
+    return f"{_plain(words)}{place}"
+
+
+def welcome_line(names: Sequence[str]) -> str:
+    """A new chat's one line from Conch: who can be mentioned here, and how to stop them."""
+    if names:
+        who = ", ".join(f"@{_plain(n)}" for n in names)
+        start = f"Conch's agents are in this chat: {who}. Mention one to start a round"
+    else:
+        start = "Conch is in this chat, with no agents yet: add one in Conch's Settings"
+    return (
+        f"{start}; `/stop` stops it at once, and writing ends it after the running reply. "
+        "Type `/` for Conch's commands."
+    )
+
+
+STOPPED_MARK = "*(Stopped here: the rest of this reply was not written.)*"
+
+
+def stopped_reply(text: str) -> str:
+    """A reply cut by Stop or `/stop`, marked as such on the reply itself."""
+    return f"{text.rstrip()}\n\n{STOPPED_MARK}" if text.strip() else STOPPED_MARK
 
 
 def from_elsewhere(text: str) -> str:

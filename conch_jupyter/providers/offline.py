@@ -6,6 +6,12 @@ request — same request, same reply — and says plainly that no model was aske
 by word with a small delay so a person can watch it arrive and press Stop (line by line, at once,
 when the delay is 0, as in tests and benchmarks).
 
+It shows a round working: each agent answers its own part of the message, in the user's words
+("@Researcher find three options, @Writer draft a paragraph": the Researcher on "find three
+options", with three points), and an agent that speaks after another in the round takes up what
+that one said, read from the history it was handed (the quoted reply), so the handover and the
+shared history can be seen.
+
 It uses the notebook tools too, deterministically, so the demo works with no key: offered tools,
 asked about the notebook (or its variables) it reads it; given a fenced Python block it proposes
 to run it (only the first agent the message names does); asked to "add a cell" with a block it
@@ -22,7 +28,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from ..core.text import fence
-from .base import ModelRequest, StreamItem, TextDelta, ToolCall, Usage
+from .base import ModelRequest, StreamItem, TextDelta, ToolCall, Turn, Usage
 
 LABEL = "*(offline — no model was asked)*"
 QUOTE_LIMIT = 100
@@ -35,12 +41,6 @@ _WORDS = re.compile(r"\s*\S+|\s+$")
 # The same by lines: a line with the blank lines before it and its own end.
 _LINES = re.compile(r"\s*[^\n]+\n?|\s+$")
 
-OPENERS = (
-    "Here is a first pass:",
-    "A few things I would look at:",
-    "A rough outline to react to:",
-    "My short take, for what it is worth:",
-)
 POINTS = (
     "Start with the smallest version that works, then grow it.",
     "Write down what “done” looks like before choosing a method.",
@@ -51,12 +51,16 @@ POINTS = (
     "Split the work into steps that can each be checked on their own.",
     "Look for a worked example to copy before inventing a new one.",
 )
-CLOSERS = (
-    "Draft next step: sketch it in a notebook cell and share the output.",
-    "Open question: which of these matters most to you?",
-    "Draft next step: agree on one measure of success, then try the first option.",
-    "(This is placeholder text — connect a model in the agent's settings for a real answer.)",
+# How the next agent takes up what the one before said (one line for each number of points).
+TAKEN_UP = (
+    "So a first draft: begin there, check it on something small, and go on only once it holds.",
+    "So a first draft: begin with the first, then let the second decide what comes next.",
+    "So a first draft: begin with the first, test it against the second, and keep the third in "
+    "mind as the work goes on.",
 )
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "a few": 3, "a couple": 2}
+MOST_POINTS = 5
+POINT_LIMIT = 90
 
 
 class OfflineProvider:
@@ -190,29 +194,133 @@ def _first_named(request: ModelRequest) -> bool:
 
 
 def offline_reply(request: ModelRequest) -> str:
-    """The whole reply for a request: deterministic, labelled, and handing on when asked to."""
-    seed = hashlib.sha256(f"{request.speaker}\n{request.user_text}".encode()).digest()
-    first = seed[0] % len(POINTS)
-    # A second point distinct from the first.
-    second = (first + 1 + seed[1] % (len(POINTS) - 1)) % len(POINTS)
+    """The whole reply for a request: deterministic, labelled, on the speaker's own part of the
+    message, taking up the reply before it in the round, and handing on when asked to."""
     who = request.speaker or "the offline agent"
-    asked = quote(request.user_text)
-    lines = [
-        LABEL,
-        "",
-        f"I'm **{who}**, answering from Conch's built-in offline stand-in.",
-        *asked_lines(asked),
-        "",
-        OPENERS[seed[2] % len(OPENERS)],
-        "",
-        f"- {POINTS[first]}",
-        f"- {POINTS[second]}",
-        f"- {CLOSERS[seed[3] % len(CLOSERS)]}",
-    ]
+    task = own_part(request.user_text, request.speaker, request.room)
+    before = reply_before(request.turns, request.user_text)
+    lines = [LABEL, "", *subject_lines(who, task, before[0] if before else None)]
+    taken = points_of(before[1]) if before else []
+    if before and taken:
+        lines += ["", taking_up(before[0], taken)]
+    else:
+        seed = hashlib.sha256(f"{request.speaker}\n{request.user_text}".encode()).digest()
+        lines += ["", *(f"- {point}" for point in some_points(seed, points_asked(task)))]
     after = next_speaker(request.room, request.speaker)
     if after and TAKE_TURNS.search(request.user_text):
         lines += ["", f"@{after}, over to you."]
     return "\n".join(lines)
+
+
+def own_part(text: str, speaker: str, room: Sequence[str]) -> str:
+    """What the message asks of the speaker: the words after its @name up to the next name of
+    the room ("@Researcher find options, @Writer draft it": "find options" for the
+    Researcher); the words after the last name when its own part is empty ("@A and @B, take
+    turns on it"); the whole message when it names no one."""
+    names = sorted({n for n in room if n}, key=len, reverse=True)
+    if not names:
+        return text
+    mention = re.compile("|".join(rf"@{re.escape(n)}\b" for n in names))
+    found = list(mention.finditer(text))
+    if not found:
+        return text
+    parts = [
+        (m.group(0)[1:], text[m.end() : found[i + 1].start() if i + 1 < len(found) else None])
+        for i, m in enumerate(found)
+    ]
+    own = " ".join(_trimmed(part) for name, part in parts if name == speaker).strip()
+    return own or _trimmed(parts[-1][1]) or _trimmed(mention.sub("", text))
+
+
+def _trimmed(part: str) -> str:
+    """A part of a message without the joining words and marks around it."""
+    part = part.strip(" \t\n,.;:!-–—")
+    part = re.sub(r"^(?:and|then|or|please|also)\b[\s,]*", "", part, flags=re.I)
+    return part.strip(" \t\n,.;:-–—")
+
+
+def subject_lines(who: str, task: str, before: str | None) -> list[str]:
+    """The reply's first lines: who answers, on what (the user's own words), and whose reply it
+    builds on."""
+    asked = quote(task)
+    building = f", building on what **{_plain(before)}** said" if before else ""
+    if not asked:
+        return [f"**{who}**{building}: you did not ask anything in particular."]
+    if "\n" not in asked:
+        return [f"**{who}** on “{asked}”{building}:"]
+    return [f"**{who}** on what you wrote{building}:", "", *(f"> {x}  " for x in asked.split("\n"))]
+
+
+def points_asked(task: str) -> int:
+    """How many points the speaker's part asks for ("three options", "one idea each"): three
+    unless it says, at most MOST_POINTS."""
+    # A number of things: "three options", "2 ideas", "one idea each" (not "note number 3").
+    found = re.search(r"\b(\d+|one|two|three|four|five|a few|a couple)\s+[a-z]", task, re.I)
+    if found is None:
+        return 3
+    word = found.group(1).lower()
+    number = int(word) if word.isdigit() else NUMBERS[word]
+    return max(1, min(MOST_POINTS, number))
+
+
+def some_points(seed: bytes, count: int) -> list[str]:
+    """`count` distinct points, chosen by the seed."""
+    start, step = seed[0] % len(POINTS), 1 + 2 * (seed[1] % 2)  # 1 or 3: both cycle all 8
+    return [POINTS[(start + i * step) % len(POINTS)] for i in range(count)]
+
+
+# A quoted reply in the history (rounds/prompts.py's quote_agent): its label, then its fence.
+_QUOTED_REPLY = re.compile(
+    r'\[Reply from the agent "(?P<name>[^"\n]+)" — not from the user\.[^\]\n]*\]\n'
+    r"(?P<ticks>`{3,})text\n(?P<text>.*?)\n(?P=ticks)(?!`)",
+    re.S,
+)
+
+
+def reply_before(turns: Sequence[Turn], user_text: str) -> tuple[str, str] | None:
+    """The reply of another agent that came last since the user's message, as the history
+    hands it over (name, words); None when the speaker is the first to answer it."""
+    if not turns or turns[-1].role != "user":
+        return None
+    last = turns[-1].text
+    at = last.rfind(user_text) if user_text else -1
+    since = last[at + len(user_text) :] if at >= 0 else last
+    found = list(_QUOTED_REPLY.finditer(since))
+    return (found[-1].group("name"), found[-1].group("text")) if found else None
+
+
+def points_of(text: str) -> list[str]:
+    """What a reply said, as up to three short points: its list items, or else its sentences
+    (without the offline label, its own opening line or a handover)."""
+    lines = [ln.strip() for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln and ln != LABEL and not ln.startswith((">", "**", "@"))]
+    items = [m.group(1) for ln in lines if (m := re.match(r"(?:[-*+]|\d+[.)])\s+(.*)", ln))]
+    if not items:
+        prose = " ".join(lines)
+        items = [s for s in re.split(r"(?<=[.!?])\s+", prose) if len(s.split()) > 2]
+    points = []
+    for item in items[:3]:
+        cleaned = re.sub(r"[*`_#“”\"]|@(?=\w)", "", item).strip().rstrip(".")
+        if len(cleaned) > POINT_LIMIT:
+            cleaned = cleaned[:POINT_LIMIT].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+        if cleaned:
+            points.append(cleaned)
+    return points
+
+
+def taking_up(name: str, points: Sequence[str]) -> str:
+    """A paragraph that takes up what the agent before said, in its own words."""
+    said = and_join([f"“{p}”" for p in points])
+    many = {1: "one thing", 2: "two things", 3: "three things"}[len(points)]
+    return f"{_plain(name)} said {many}: {said}. {TAKEN_UP[len(points) - 1]}"
+
+
+def and_join(items: Sequence[str]) -> str:
+    return f"{', '.join(items[:-1])} and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def _plain(name: str) -> str:
+    return re.sub(r"[*`_\[\]<>@]", "", name)
 
 
 def quote(text: str) -> str:
@@ -233,16 +341,6 @@ def quote(text: str) -> str:
     if " " in cut or "\n" in cut:
         cut = re.split(r"[ \n](?=\S*\Z)", cut)[0]
     return cut.rstrip(" ,.;:\n") + "…"
-
-
-def asked_lines(asked: str) -> list[str]:
-    """ "You asked: “…”" for a one-line question; a question of several lines is quoted as they
-    were written (a Markdown quote, a line for each)."""
-    if not asked:
-        return ["You did not ask anything in particular."]
-    if "\n" not in asked:
-        return [f"You asked: “{asked}”"]
-    return ["You asked:", "", *(f"> {line}  " for line in asked.split("\n"))]
 
 
 def next_speaker(room: Sequence[str], speaker: str) -> str | None:

@@ -228,12 +228,13 @@ def test_a_messages_lines_are_kept_and_a_list_is_a_list_while_it_streams(
     assert not page.evaluate(CUT, chat.element_handle()), "a label is cut"
     chat.screenshot(path=screenshot_path(f"{name}-streaming-list"))
 
-    # Settled: the agent had both lines (the offline agent quotes what it was given, a line each).
+    # Settled: the agent had both lines (the offline agent quotes what it was asked, a line
+    # each: its own part of the message, without its @name).
     reply = chat.locator(".conch-msg.conch-agent").last
     expect(chat.locator(".conch-agent.is-streaming")).to_have_count(0, timeout=60_000)
-    expect(reply.locator("blockquote")).to_have_text("Writer the first line\nand the second")
+    expect(reply.locator("blockquote")).to_have_text("the first line\nand the second")
     assert reply.locator("blockquote").inner_text().strip().split("\n") == [
-        "Writer the first line",
+        "the first line",
         "and the second",
     ]
     expect(reply.locator(".conch-md > ul > li")).to_have_count(3)

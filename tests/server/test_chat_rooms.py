@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from jupyterlab_chat.models import NewMessage, User
 
+from conch_jupyter.chat_rooms.words import STOPPED_MARK
+
 from ..support.api import Api, settled, wait_for
 from ..support.chat_client import ChatClient
 from ..support.scripted_models import Reply, ScriptedModels
@@ -91,21 +93,35 @@ async def test_a_round_of_two_agents_streams_hands_over_and_folds_to_one_line(
         assert chat.users[username]["display_name"] == name
         assert chat.users[username]["bot"] is True
 
+    # A new chat says who is there and how to stop them, once.
+    [welcome] = await chat.until(lambda c: c.by("conch"))
+    assert welcome["body"] == (
+        "Conch's agents are in this chat: @Researcher, @Writer. Mention one to start a round; "
+        "`/stop` stops it at once, and writing ends it after the running reply. "
+        "Type `/` for Conch's commands."
+    )
+    assert not welcome.get("mentions")
+
     asked = await chat.send("@Researcher find options, @Writer draft it")
     end = await chat.until(lambda c: [m for m in c.by("conch") if "took turns" in m["body"]])
 
-    # Each reply is its agent's message; Conch's lines are Conch's; the end is one line.
+    # Each reply is its agent's message; the round adds ONE line of Conch's, changed in place
+    # as the floor changed hands, and ending as the round's end.
     said = [(chat.name_of(m["sender"]), m["body"]) for m in chat.shown()]
-    assert said[1:] == [
-        ("Conch", "Researcher's turn"),
-        ("Researcher", "Options: A, B, C. @Writer over to you."),
-        ("Conch", "Researcher handed over to Writer"),
-        ("Writer", "Draft: A."),
+    assert said[2:] == [
         ("Conch", end[0]["body"]),
+        ("Researcher", "Options: A, B, C. @Writer over to you."),
+        ("Writer", "Draft: A."),
     ]
-    assert chat.shown()[0]["sender"] == chat.me
-    assert said[0][1] == "@Researcher find options, @Writer draft it"
+    assert said[0] == ("Conch", welcome["body"])
+    assert chat.shown()[1]["sender"] == chat.me
+    assert said[1][1] == "@Researcher find options, @Writer draft it"
     assert end[0]["body"].startswith("Researcher and Writer took turns · 2 replies · $0.0")
+    assert chat.bodies[end[0]["id"]] == [
+        "Researcher's turn · 1 of 8",
+        "Researcher handed over to Writer · 2 of 8",
+        end[0]["body"],
+    ]
     # Conch's posts mention no one: they start no persona's reply.
     assert all(not m.get("mentions") for m in chat.shown() if m["sender"] != chat.me)
     # The reply streamed: the chat showed it growing before it was whole.
@@ -185,8 +201,13 @@ async def test_stop_ends_a_round_at_once_and_writing_ends_it_after_the_running_r
         (1, "stopped")
     ]
     kept = next(m["text"] for m in whole["messages"] if m["role"] == "agent")
-    # The chat shows what was kept: the reply cut where Stop came.
-    assert chat.by(users["Researcher"])[0]["body"] == kept
+    # The chat shows what was kept: the reply cut where Stop came, marked so on itself.
+    cut = await chat.until(
+        lambda c: [m for m in c.by(users["Researcher"]) if "Stopped" in m["body"]]
+    )
+    assert cut[0]["body"] == f"{kept.rstrip()}\n\n{STOPPED_MARK}"
+    assert kept.startswith("word0 ")
+    assert "Stopped" not in kept
     assert "/stop" not in [m["text"] for m in whole["messages"]]  # a command is no message
 
     # A person writing: the running reply finishes, and the round ends there.
@@ -203,7 +224,7 @@ async def test_stop_ends_a_round_at_once_and_writing_ends_it_after_the_running_r
     await chat.send("hold on, that is enough")
     end = await chat.until(lambda c: [m for m in c.by("conch") if "you wrote" in m["body"]])
     assert end[0]["body"] == "Researcher answered · 1 reply · ended: you wrote"
-    assert chat.by(users["Researcher"])[1]["body"].endswith("w29 @Writer")
+    assert chat.by(users["Researcher"])[1]["body"].endswith("w29 @Writer")  # whole: no mark
     assert not chat.by(users["Writer"])
     assert all("never asked" not in m["body"] for m in chat.shown())
 
@@ -380,3 +401,28 @@ async def test_continue_from_a_person_goes_on_and_from_another_bot_is_data(
         len([e for e in (await settled(api, room["id"]))["events"] if e["type"] == "round.started"])
         == 2
     )
+
+
+async def test_an_agent_on_a_local_ollama_takes_its_turn_in_a_chat(
+    api: Api, models: ScriptedModels, chat: ChatClient
+) -> None:
+    """An agent as Settings saves its Ollama choice (the OpenAI-compatible wire at Ollama's
+    address, no key) answers in a chat: the scripted server speaks Ollama's `/api/tags` and its
+    `/v1/chat/completions`."""
+    models.ollama_models = ["llama3.2:latest"]
+    models.responder = lambda _body: Reply(chunks=["Local ", "words."])
+    for default in ("researcher", "writer"):
+        await api("DELETE", f"agents/{default}")
+    provider = {"kind": "openai", "model": "llama3.2", "base_url": models.openai_url}
+    status, agent = await api("POST", "agents", {"name": "Local", "provider": provider})
+    assert status == 201, agent
+    assert agent["has_key"] is False
+    await chat.until(lambda c: f"conch-{agent['id']}" in c.users)
+
+    await chat.send("@Local say something")
+    await chat.until(lambda c: [m for m in c.by("conch") if "Local answered" in m["body"]])
+    assert [m["body"] for m in chat.by(f"conch-{agent['id']}")] == ["Local words."]
+    [asked] = [r for r in models.requests if r.route == "/v1/chat/completions"]
+    assert asked.json["model"] == "llama3.2"
+    assert asked.json["stream"] is True
+    assert "authorization" not in asked.headers  # a local Ollama takes no key

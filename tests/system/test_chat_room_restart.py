@@ -60,3 +60,11 @@ def test_the_room_is_found_again_after_a_restart(server: JupyterProcess) -> None
     # (A token's person may have another name after a restart: people are those not bots.)
     people = [m["body"] for m in chat.shown() if not chat.users[m["sender"]].get("bot")]
     assert people == said
+    # The new chat's welcome line was said once, first, and not again after the restart.
+    welcomes = [m for m in chat.by("conch") if m["body"].startswith("Conch's agents are in")]
+    assert [m["id"] for m in welcomes] == [chat.shown()[0]["id"]]
+    # One round line each: the two rounds' ends, changed in place from their handovers.
+    assert [m["body"].split(" · ")[0] for m in chat.by("conch")[1:]] == [
+        "Researcher answered",
+        "Writer answered",
+    ]

@@ -18,7 +18,10 @@ from conch_jupyter.chat_rooms.words import (
     how_to_continue,
     initials_of,
     question_line,
+    round_line,
     sealed,
+    stopped_reply,
+    welcome_line,
     writer_of,
 )
 
@@ -146,3 +149,27 @@ def test_the_end_line_says_how_to_continue_after_a_bound_only(
     assert how_to_continue(reason, limit) == said
     words = "Ann and Bob took turns · 5 replies"
     assert end_line(words, None, None, said) == (f"{words} · {said}" if said else words)
+
+
+def test_the_round_line_says_who_has_the_floor_and_which_reply_of_the_bound() -> None:
+    assert round_line("Researcher handed over to Writer", 2, 8) == (
+        "Researcher handed over to Writer · 2 of 8"
+    )
+    assert round_line("Researcher's turn", None, 8) == "Researcher's turn"
+    assert round_line("<b>Eve</b>'s turn", 1, 8) == "&lt;b&gt;Eve&lt;/b&gt;'s turn · 1 of 8"
+
+
+def test_the_welcome_names_who_can_be_mentioned_and_how_to_stop() -> None:
+    line = welcome_line(["Researcher", "Writer", "<i>Eve</i>"])
+    assert line.startswith(
+        "Conch's agents are in this chat: @Researcher, @Writer, @&lt;i&gt;Eve&lt;/i&gt;."
+    )
+    assert "`/stop` stops it at once" in line
+    assert "Type `/` for Conch's commands." in line
+    assert welcome_line([]).startswith("Conch is in this chat, with no agents yet")
+
+
+def test_a_stopped_reply_is_marked_on_itself() -> None:
+    assert stopped_reply("Half a thought   \n").startswith("Half a thought\n\n*(Stopped here: ")
+    assert stopped_reply("") == stopped_reply("  ")
+    assert "Stopped here" in stopped_reply("")

@@ -25,7 +25,14 @@ from conch_jupyter.providers.base import (
     Turn,
     Usage,
 )
-from conch_jupyter.providers.offline import LABEL, OfflineProvider, offline_reply, quote
+from conch_jupyter.providers.offline import (
+    LABEL,
+    OfflineProvider,
+    offline_reply,
+    own_part,
+    quote,
+)
+from conch_jupyter.rounds.prompts import quote_agent, quote_note
 
 from ..support.scripted_models import Reply, ScriptedModels
 
@@ -369,12 +376,66 @@ def test_offline_replies_are_deterministic_and_labelled() -> None:
     request = offline_request(text="Plan a  picnic\nfor six")
     reply = offline_reply(request)
     assert reply == offline_reply(request)
-    assert reply.startswith(f"{LABEL}\n\nI'm **Bob**,")
+    assert reply.startswith(f"{LABEL}\n\n**Bob** on what you wrote:")
     # A question of several lines keeps them, as they were written (issue 32).
-    assert "stand-in.\nYou asked:\n\n> Plan a picnic  \n> for six  \n\n" in reply
-    assert "You asked: “Plan a picnic”" in offline_reply(offline_request(text="Plan a picnic"))
+    assert "on what you wrote:\n\n> Plan a picnic  \n> for six  \n\n" in reply
     assert offline_reply(replace(request, speaker="Ada")) != reply
     assert reply.count("\n- ") == 3
+    # The user's own words are the subject, never "You asked".
+    one_line = offline_reply(offline_request(text="Plan a picnic"))
+    assert one_line.startswith(f"{LABEL}\n\n**Bob** on “Plan a picnic”:\n\n- ")
+    assert "You asked" not in one_line
+
+
+def test_offline_agents_answer_their_own_part_and_the_next_takes_up_the_last() -> None:
+    text = "@Researcher find three options for a tiny dataset, @Writer draft one paragraph"
+    room = ("Researcher", "Writer")
+    first = offline_reply(offline_request("Researcher", text, room))
+    assert "**Researcher** on “find three options for a tiny dataset”:" in first
+    points = [line[2:] for line in first.split("\n") if line.startswith("- ")]
+    assert len(points) == 3  # "three options"
+    assert offline_reply(offline_request("Bob", "two ideas, please")).count("\n- ") == 2
+    assert offline_reply(offline_request("Bob", "one idea each")).count("\n- ") == 1
+    assert offline_reply(offline_request("Bob", "note number 1")).count("\n- ") == 3
+    assert "@" not in first  # nobody asked them to take turns: the engine hands over
+
+    # The Writer is handed the history as the rounds hand it (the Researcher's reply quoted).
+    handed = quote_note("Researcher handed over to Writer")
+    quoted = [text, quote_note("Researcher's turn"), quote_agent("Researcher", first), handed]
+    history = "\n\n".join(quoted)
+    request = ModelRequest(
+        "", "", (Turn("user", history),), speaker="Writer", room=room, user_text=text
+    )
+    second = offline_reply(request)
+    assert "**Writer** on “draft one paragraph”, building on what **Researcher** said:" in second
+    said = [p.rstrip(".") for p in points]
+    assert f"Researcher said three things: “{said[0]}”, “{said[1]}” and “{said[2]}”." in second
+    assert "\n- " not in second  # one paragraph, in the Researcher's words
+
+    # A reply from before the user's message is no reply of this round.
+    earlier = "\n\n".join([quote_agent("Researcher", first), text])
+    fresh = ModelRequest(
+        "", "", (Turn("user", earlier),), speaker="Writer", room=room, user_text=text
+    )
+    assert "building on" not in offline_reply(fresh)
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker", "part"),
+    [
+        ("@Researcher find options, @Writer draft it", "Researcher", "find options"),
+        ("@Researcher find options, @Writer draft it.", "Writer", "draft it"),
+        (
+            "@Researcher and @Writer, take turns on it: one idea each.",
+            "Researcher",
+            "take turns on it: one idea each",
+        ),
+        ("Plan a picnic", "Bob", "Plan a picnic"),
+        ("@Bob look here, @Writer there, and @Bob here too", "Bob", "look here here too"),
+    ],
+)
+def test_offline_own_part_of_a_message(text: str, speaker: str, part: str) -> None:
+    assert own_part(text, speaker, ("Researcher", "Writer", "Bob")) == part
 
 
 @pytest.mark.parametrize(
@@ -406,7 +467,7 @@ def test_offline_quote_is_short_clean_and_mentions_no_one() -> None:
     assert quote("# one\n\n\n>   two  \n") == "one\ntwo"
     assert quote(asked).endswith("question…")
     assert "@" not in offline_reply(offline_request("Ada", asked))
-    assert "You did not ask anything" in offline_reply(offline_request("Ada", ""))
+    assert "you did not ask anything" in offline_reply(offline_request("Ada", ""))
 
 
 def test_offline_streams_word_by_word_with_its_delay() -> None:

@@ -70,7 +70,7 @@ async def test_a_plain_message_is_answered_by_the_chats_agent_alone(driver: Driv
     assert done["messages"][0]["id"] == message.id
     reply = done["messages"][1]
     assert (reply["agent"], reply["name"]) == ("researcher", "Researcher")
-    assert "You asked: “Hello there”" in reply["text"]
+    assert "**Researcher** on “Hello there”:" in reply["text"]
     assert done["events"] == []  # no round: nobody was mentioned
     assert done["round"] is None
 

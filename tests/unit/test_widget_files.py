@@ -23,7 +23,10 @@ def test_the_module_imports_nothing_and_loads_nothing_from_elsewhere() -> None:
     assert not re.search(r"^\s*import\s", JS, re.MULTILINE)
     assert "import(" not in JS
     addresses = set(re.findall(r"https?://[^\s\"'`]+", JS))
-    assert addresses == {"http://www.w3.org/2000/svg", "https://…"}  # a namespace, a placeholder
+    # A namespace, a placeholder, and the address Settings fills in for a local Ollama (an
+    # agent's setting: the server calls it, never the page).
+    assert addresses == {"http://www.w3.org/2000/svg", "https://…", "http://localhost:11434/v1"}
+    assert JS.count("http://localhost:11434/v1") == 1  # that one constant (providers.js)
     assert "XMLHttpRequest" not in JS
     assert "WebSocket" not in JS
     assert re.search(r"export (default|\{\s*\w+ as default\s*\})", JS)
