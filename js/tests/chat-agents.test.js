@@ -80,7 +80,7 @@ test("a / at the start offers Conch's commands, each with what it does", () => {
   assert.deepEqual(commandCompletions("/stop", "/stop"), []); // whole: Enter sends it
   assert.deepEqual(commandCompletions("/Deny", "/Deny"), []);
   assert.deepEqual(commandCompletions("stop", "stop"), []);
-  assert.deepEqual(commandCompletions("/", undefined).length, 3);
+  assert.deepEqual(commandCompletions("/", undefined).length, 4);
 });
 
 test("the lists: agents after @, commands after /, nothing else asks the server", async () => {
