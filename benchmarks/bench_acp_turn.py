@@ -20,9 +20,11 @@ median, per kind of turn; the ratio of the medians beside it. Prints; never asse
 
 `--agent codex` (or `claude`) runs the real adapter from tests/support/acp_adapters (installed
 with `npm ci` when missing) against a scripted model on loopback instead: a short reply, and a
-shell command it asks about and is allowed (issue 31).
+shell command it asks about and is allowed (issue 31); `--release today` (the default) is the
+release npm serves today, `--release pinned` last month's pin (issue 37).
 
     .venv/bin/python -m benchmarks.bench_acp_turn [--turns 60] [--warmup 5] [--agent codex]
+        [--release today|pinned]
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import acp
 import httpx
 
 from conch_jupyter.agents.agent_store import AgentStore
-from conch_jupyter.coding.rules import asking_setup
+from conch_jupyter.coding.rules import asking_setup, mode_to_leave
 from conch_jupyter.coding.sessions import CodingAgents
 from conch_jupyter.core.sealed import SealedFile
 from conch_jupyter.notebook.service import NotebookTools
@@ -110,17 +112,31 @@ async def bare_agent(
         await process.wait()
 
 
-def real_setup(name: str, folder: Path) -> tuple[Any, dict[str, Any], dict[str, str]]:
-    """The scripted model, the provider for the real adapter, and this benchmark's scripts."""
-    run = real_agents.RUN[name]
+async def leave_skipping_mode(conn: Any, made: Any) -> None:
+    """The bare client moves the agent out of a mode that skips questions as Conch does
+    (`mode_to_leave`): today's Codex starts in `agent`, whose approvals a side call to the model
+    answers, which would time a different turn."""
+    modes = getattr(made, "modes", None)
+    if modes is None:
+        return
+    offered = [str(m.id) for m in modes.available_modes]
+    target = mode_to_leave(str(modes.current_mode_id), offered)
+    if target is not None:
+        await conn.set_session_mode(mode_id=target, session_id=made.session_id)
+
+
+def real_setup(name: str, release: str, folder: Path) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """The scripted model, the provider for the real adapter's `release` (npm's today, or last
+    month's pin), and this benchmark's scripts."""
+    run = real_agents.run_call(name, release)
     script = real_agents.Script(calls={"RUNIT": run}, after="Ran it.", text="A short reply.")
     models = ScriptedModels().__enter__()
     models.responder = script
-    provider = real_agents.provider(name, models, folder / "home")
+    provider = real_agents.provider(name, models, folder / "home", release=release)
     return models, provider, {"say": "say something short", "run": "RUNIT now"}
 
 
-async def run(turns: int, warmup: int, name: str | None) -> None:
+async def run(turns: int, warmup: int, name: str | None, release: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         print(machine_line())
@@ -131,8 +147,10 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
         scripts = SCRIPTS
         provider: dict[str, Any] = {"kind": "acp", "command": sys.executable, "args": [AGENT]}
         if name is not None:
-            models, provider, scripts = real_setup(name, folder)
-            print(f"agent: the real {real_agents.COMMANDS[name]} (tests/support/acp_adapters)")
+            models, provider, scripts = real_setup(name, release, folder)
+            package = real_agents.package_of(name, release)
+            version = real_agents.version_of(name, release)
+            print(f"agent: the real {package} {version} ({release}; tests/support/acp_adapters)")
         store = Store(folder / "conch.sqlite3", clock=time.time)
         hub = Hub()
         tools = NotebookTools(store=store, hub=hub, kernels=None)
@@ -165,7 +183,9 @@ async def run(turns: int, warmup: int, name: str | None) -> None:
         async with bare_agent(bare, provider["command"], args, env, tmp) as (conn, _):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             meta = setup.meta if setup else {}
-            session = (await conn.new_session(cwd=tmp, mcp_servers=[], **meta)).session_id
+            made = await conn.new_session(cwd=tmp, mcp_servers=[], **meta)
+            session = made.session_id
+            await leave_skipping_mode(conn, made)
             for i in range(warmup + turns):
                 for kind, script in scripts.items():
                     said = [Said("user", script, id=f"m{i}-{kind}")]
@@ -209,8 +229,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--agent", choices=sorted(real_agents.COMMANDS), default=None)
+    parser.add_argument(
+        "--release",
+        choices=["today", "pinned"],
+        default="today",
+        help="with --agent: the release npm serves today, or last month's pin",
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.turns, args.warmup, args.agent))
+    asyncio.run(run(args.turns, args.warmup, args.agent, args.release))
 
 
 if __name__ == "__main__":
