@@ -123,11 +123,13 @@ KNOWN_AGENTS: tuple[KnownAgent, ...] = (
 
 # --- they ask before every change ---
 
-# Claude Code's tools that change something: each is an `ask` rule, which its CLI checks before
-# the mode and before the user's own `allow` rules.
-CLAUDE_ASK = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "KillShell")
-# OpenCode's permissions that change something, each set to "ask" (checked before its defaults).
-OPENCODE_ASK = ("edit", "bash", "external_directory")
+# Claude Code's tools that change something, and its fetch (an address is a way out once the
+# chat is tainted): each is an `ask` rule, which its CLI checks before the mode and before the
+# user's own `allow` rules. Conch answers a fetch's question itself while the chat is untainted.
+CLAUDE_ASK = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "KillShell", "WebFetch")
+# OpenCode's permissions that change something, and its fetch, each set to "ask" (checked
+# before its defaults).
+OPENCODE_ASK = ("edit", "bash", "external_directory", "webfetch")
 # Mode names (ACP session modes or a `mode` config option's values) that let tool calls pass
 # unasked. A mode name is no lock: Claude's `plan` lets every tool pass wherever bypass is
 # available, so it counts too.
