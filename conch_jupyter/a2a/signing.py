@@ -34,12 +34,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt import PyJWK
 from jwt.exceptions import PyJWTError
 
+from ..core.nesting import JSON_DEPTH, nests_deeper
+
 # Public-key algorithms only: never HS* (a published key used as an HMAC secret) nor "none".
 ALGORITHMS = frozenset(
     {"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
 )
 DOOR_ALGORITHM = "ES256"
-MAX_DEPTH = 64  # deeper than any card; a hostile card cannot exhaust the stack
+MAX_DEPTH = JSON_DEPTH  # deeper than any card; a hostile card cannot exhaust the stack
 MAX_SIGNATURES = 8  # more are not looked at
 _SAFE_INT = 2**53 - 1
 _SCHEME_TYPES = {
@@ -166,7 +168,10 @@ def stripped(value: Any, depth: int = 0) -> Any:
 
 def as_v1(card: dict[str, Any]) -> dict[str, Any]:
     """The card as a 1.0 reader takes it: 0.3 members mapped onto 1.0's or dropped, without
-    `signatures` (see the module's docstring)."""
+    `signatures` (see the module's docstring). A card nested deeper than MAX_DEPTH is
+    SignatureError, measured before anything walks it."""
+    if nests_deeper(card, MAX_DEPTH):
+        raise SignatureError("nests deeper than a card can")
     card = copy.deepcopy(card)
     card.pop("signatures", None)
     if card.pop("supportsAuthenticatedExtendedCard", None):

@@ -82,6 +82,7 @@ class ChatSession:
     stopped: bool = False  # a turn of it was stopped: what it still sends belongs to no turn
     meter: Meter = field(default_factory=Meter)  # its cumulative cost, in this opening
     mcp_key: str = ""  # its key to the notebook's tools (coding/mcp.py), if it was offered them
+    mcp_name: str = ""  # the name they were offered under, unique to it (rules.offered_server)
     binding: McpBinding | None = None
     used: float = 0.0  # when its last turn began (the least recently used is closed first)
 

@@ -5,8 +5,9 @@ Theory of operation: a coding agent (Claude Code, Codex, Goose… through their 
 does its own work, and asks the client before it does anything that matters
 (`session/request_permission`, carrying the tool call: its kind, title, and the command, diff or
 path). Conch answers each such question from three things:
-- the **kind** of the tool call: the reading kinds (`read`, `search`, `think`, `fetch`) change
-  nothing here and pass in every mode;
+- the **kind** of the tool call: the reading kinds (`read`, `search`, `think`) change nothing
+  here and pass in every mode; a `fetch` reads too, but an address can carry the chat out, so
+  it passes only while the chat was untainted before it (it taints the chat as it is announced);
 - the chat's **mode**: Read refuses every other kind; Ask asks the user for every other; Auto lets
   every kind pass while the chat is untainted;
 - the **taint** (the guard after reading): once someone else's words came in (an outside agent's
@@ -25,7 +26,10 @@ But an agent asks only what its own settings say (a user's `allow` rule, OpenCod
 - **trust, but watch**: `acted_unasked` says when a tool call the agent reports running was a
   change it should have asked about: the turn ends then, in words.
 - **Conch's own tools judge themselves**: a question about one of the notebook tools Conch offers
-  over MCP (`conch_tool`) passes; the tool's own rule (NotebookTools) asks, once.
+  over MCP (`conch_tool`) passes; the tool's own rule (NotebookTools) asks, once. Only the
+  server Conch offered to that very session counts, by the name unique to it
+  (`offered_server`): a user's or a project's server that calls itself `conch-notebook` gets no
+  pass.
 
 `command_refusal` is the one place that says whether a command may be run at all (the
 administrator's policy hooks in there). Which adapter a command starts, and whether the agent
@@ -40,6 +44,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +59,12 @@ Permission = Literal["allow", "ask", "refuse"]
 # The name the notebook's tools go by when Conch offers them over MCP (coding/mcp.py).
 SERVER_NAME = "conch-notebook"
 
-READING_KINDS = frozenset({"read", "search", "think", "fetch"})
+# The kinds that only read: they pass in every mode.
+READING_KINDS = frozenset({"read", "search", "think"})
+# A reading kind that can carry what the chat holds out (an address is a way out): it passes
+# unasked only while the chat was untainted before it; once tainted, it asks (Ask, Auto) or is
+# refused (Read), like a change.
+OUTWARD_KINDS = frozenset({"fetch"})
 # Stop's grace: a prompt that has not ended this long after `session/cancel` ends with its process.
 CANCEL_GRACE_SECONDS = 2.0
 # One process per coding agent holds at most this many chats' sessions open at once
@@ -113,11 +123,13 @@ KNOWN_AGENTS: tuple[KnownAgent, ...] = (
 
 # --- they ask before every change ---
 
-# Claude Code's tools that change something: each is an `ask` rule, which its CLI checks before
-# the mode and before the user's own `allow` rules.
-CLAUDE_ASK = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "KillShell")
-# OpenCode's permissions that change something, each set to "ask" (checked before its defaults).
-OPENCODE_ASK = ("edit", "bash", "external_directory")
+# Claude Code's tools that change something, and its fetch (an address is a way out once the
+# chat is tainted): each is an `ask` rule, which its CLI checks before the mode and before the
+# user's own `allow` rules. Conch answers a fetch's question itself while the chat is untainted.
+CLAUDE_ASK = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "KillShell", "WebFetch")
+# OpenCode's permissions that change something, and its fetch, each set to "ask" (checked
+# before its defaults).
+OPENCODE_ASK = ("edit", "bash", "external_directory", "webfetch")
 # Mode names (ACP session modes or a `mode` config option's values) that let tool calls pass
 # unasked. A mode name is no lock: Claude's `plan` lets every tool pass wherever bypass is
 # available, so it counts too.
@@ -201,18 +213,35 @@ def no_read_turn(name: str) -> str:
 
 # --- trust, but watch ---
 
-_CONCH_TOOL = re.compile(
-    r"(?:Tool:\s*)?(?:mcp__)?" + re.escape(SERVER_NAME) + r"(?:__|[./:])\s*([a-z_]+)"
-)
 _NOTEBOOK_TOOL_NAMES = frozenset(t.name for t in NOTEBOOK_TOOLS)
+# The name Conch offers its server under in one session: `conch-notebook-` and a random part.
+_OFFERED = re.compile(re.escape(SERVER_NAME) + r"-[0-9a-f]{12}")
+
+
+def offered_server(random_part: str) -> str:
+    """The name Conch offers its notebook server under to one session (`random_part`: 12 hex
+    digits, new for each opening): a server of the user's or a project's cannot take it
+    beforehand, so only the server Conch offered that session is known as Conch's."""
+    name = f"{SERVER_NAME}-{random_part}"
+    if not _OFFERED.fullmatch(name):
+        raise ValueError("the random part is 12 hex digits")
+    return name
 
 
 def conch_tool(
-    title: str, meta_tool: str | None = None, raw_input: Any = None, kind: str | None = None
+    title: str,
+    meta_tool: str | None = None,
+    raw_input: Any = None,
+    kind: str | None = None,
+    *,
+    server: str | None,
 ) -> str | None:
     """The notebook tool Conch offers over MCP that this tool call is, if it is one: Claude
-    names it `mcp__conch-notebook__<tool>` in its own field (kind `other`), Codex puts the server
-    and tool in its input or shows `conch-notebook.<tool>` (no kind).
+    names it `mcp__<server>__<tool>` in its own field (kind `other`), Codex puts the server
+    and tool in its input or shows `<server>.<tool>` (no kind). `server` is the name Conch
+    offered its server under to this very session (`offered_server`; None: none was offered,
+    so no call is Conch's): a server of the user's or a project's that calls itself
+    `conch-notebook` is not Conch's.
 
     Such a call passes the agent's question (the tool judges it when it reaches Conch), so only
     the agent's own naming counts, never words a model can choose: a call of any other kind (a
@@ -220,18 +249,21 @@ def conch_tool(
     that alone decides; a title decides only as a whole (Claude's title for a command is the
     command, which could hold the tool's name). Codex 2.6 reports an MCP call as kind `execute`
     with its server and tool as the input (no command): that, and only that, counts too."""
+    if server is None or not _OFFERED.fullmatch(server):
+        return None
     if kind not in (None, "other") and not _mcp_input(kind, raw_input):
         return None
     if meta_tool is not None:
         named: str = meta_tool
     elif isinstance(raw_input, Mapping) and ("server" in raw_input or "tool" in raw_input):
-        server, tool = raw_input.get("server"), raw_input.get("tool")
-        if server != SERVER_NAME or not isinstance(tool, str):
+        given, tool = raw_input.get("server"), raw_input.get("tool")
+        if given != server or not isinstance(tool, str):
             return None
-        named = f"{SERVER_NAME}.{tool}"
+        named = f"{server}.{tool}"
     else:
         named = title.strip()
-    found = _CONCH_TOOL.fullmatch(named)
+    pattern = r"(?:Tool:\s*)?(?:mcp__)?" + re.escape(server) + r"(?:__|[./:])\s*([a-z_]+)"
+    found = re.fullmatch(pattern, named)
     return found.group(1) if found and found.group(1) in _NOTEBOOK_TOOL_NAMES else None
 
 
@@ -261,8 +293,12 @@ def own_kind(kind: str | None, meta_tool: str | None) -> str | None:
 
 
 # Commands that only read, as an agent's own rules let them run unasked (Codex's "known safe"
-# list under `untrusted`: `git status`, `pwd`…, reported as kind `execute`). Only a bare command
-# counts: any redirection, pipe, chaining or substitution makes it a possible change.
+# list under `untrusted`: `git status`, `pwd`…, reported as kind `execute`). The watch's "only
+# reads" is an allowlist of forms, program and arguments both: a form Conch does not know to be
+# reading is a change. Any redirection, pipe, chaining or substitution makes any command a
+# possible change; so does a program named by a path outside the system's folders (`./rg`).
+#
+# Programs none of whose options writes a file or runs a program: every form of them reads.
 READING_PROGRAMS = frozenset(
     {
         "ls",
@@ -273,36 +309,246 @@ READING_PROGRAMS = frozenset(
         "wc",
         "echo",
         "grep",
-        "rg",
         "nl",
         "stat",
         "which",
         "whoami",
         "true",
         "false",
-        "file",
         "du",
         "df",
     }
 )
 READING_GIT = frozenset({"status", "log", "diff", "show"})
 _SHELL_SIGNS = re.compile(r"[;&|<>`$\n\\]")
-_FIND_ACTIONS = re.compile(r"(?:^|\s)-(?:exec|execdir|ok|okdir|delete|fprint\w*|fls)\b")
+# Unquoted, these make the shell write words of its own (file names, brace lists), which can be
+# options: `rg foo *` in a folder holding a file named `--pre=x.sh`.
+_EXPANDING = frozenset("*?[]{}")
+_SYSTEM_FOLDERS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"})
+
+
+@dataclass(frozen=True)
+class ReadingForm:
+    """The options a reading program may be given and still only read: single letters (`-abc`
+    clusters them), letters whose value follows (the rest of the word, or the next word), and
+    long options (`--name` or `--name=value`). Any other option makes the form a change."""
+
+    letters: frozenset[str] = frozenset()
+    valued: frozenset[str] = frozenset()
+    long: frozenset[str] = frozenset()
+
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+def _form(letters: str, valued: str, long: str) -> ReadingForm:
+    return ReadingForm(frozenset(letters), frozenset(valued), _names(long))
+
+
+READING_FORMS: dict[str, ReadingForm] = {
+    # Not `--pre`/`--pre-glob` (a program run for each file), `-z`/`--search-zip` (decompressors
+    # it runs), `--hostname-bin` (a program it runs).
+    "rg": _form(
+        "cFHhiIlLnNopPqsSuUvVwx0ab.",
+        "ABCeEfgjMmrtTd",
+        "after-context before-context context count count-matches regexp encoding file"
+        " fixed-strings glob iglob glob-case-insensitive with-filename no-filename ignore-case"
+        " smart-case case-sensitive threads files-with-matches files-without-match follow"
+        " no-follow max-columns max-columns-preview max-count line-number no-line-number"
+        " only-matching pretty pcre2 no-pcre2-unicode engine quiet replace type type-not"
+        " type-list type-add type-clear unrestricted multiline multiline-dotall invert-match"
+        " version word-regexp line-regexp null null-data text no-text byte-offset max-depth"
+        " hidden no-hidden no-ignore no-ignore-vcs no-ignore-dot no-ignore-global"
+        " no-ignore-parent no-ignore-files no-ignore-exclude no-require-git ignore-file"
+        " ignore-file-case-insensitive files json vimgrep heading no-heading color colors column"
+        " no-column trim stats sort sortr sort-files max-filesize no-messages debug trace"
+        " passthru binary no-binary crlf one-file-system include-zero context-separator"
+        " field-context-separator field-match-separator path-separator line-buffered"
+        " block-buffered mmap no-mmap no-config help unicode no-unicode",
+    ),
+    # Not `-o`/`--output` (a file it writes), `--compress-program` (a program it runs),
+    # `-T`/`--temporary-directory`.
+    "sort": _form(
+        "bdfghiMnRrsuVcCzm",
+        "ktS",
+        "reverse numeric-sort unique key field-separator ignore-case human-numeric-sort"
+        " version-sort general-numeric-sort month-sort random-sort stable check"
+        " ignore-leading-blanks dictionary-order ignore-nonprinting zero-terminated merge"
+        " buffer-size parallel sort debug",
+    ),
+    # Not `-C`/`--compile` (a file it writes), `-z`/`-Z` (decompressors it runs), `-p`.
+    "file": _form(
+        "biLhkNnrE0",
+        "F",
+        "brief mime mime-type mime-encoding dereference no-dereference keep-going no-pad"
+        " no-buffer raw extension print0 separator",
+    ),
+}
+# `find`'s tests and reading actions (each a word of its own); those followed by a value.
+# Not `-delete`, `-exec`, `-execdir`, `-ok`, `-okdir`, `-fprint`, `-fprint0`, `-fprintf`, `-fls`.
+FIND_WORDS = _names(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype -type -xtype"
+    " -maxdepth -mindepth -newer -anewer -cnewer -mtime -mmin -atime -amin -ctime -cmin -size"
+    " -perm -user -group -uid -gid -links -inum -samefile -lname -ilname -printf -fstype -used"
+    " -depth -mount -xdev -empty -nouser -nogroup -readable -writable -executable -true -false"
+    " -not -a -and -o -or -print -print0 -ls -prune -quit -follow -daystart -noleaf -L -H -P"
+    " ! ( ) ,"
+)
+_FIND_VALUED = _names(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype -type -xtype"
+    " -maxdepth -mindepth -newer -anewer -cnewer -mtime -mmin -atime -amin -ctime -cmin -size"
+    " -perm -user -group -uid -gid -links -inum -samefile -lname -ilname -printf -fstype"
+    " -used"
+)
+# `git status|log|diff|show` options that only read: no `-c`, `-C`, `--output`, `--ext-diff`,
+# `--textconv` (programs the repository's settings name), `--show-signature` (runs gpg), no
+# option before the subcommand.
+GIT_LONG = _names(
+    "oneline stat shortstat numstat name-only name-status patch no-patch graph decorate"
+    " no-decorate all format pretty since until after before author committer grep cached"
+    " staged short branch porcelain long no-color color unified word-diff color-words"
+    " no-ext-diff no-textconv max-count skip reverse follow abbrev-commit no-abbrev-commit abbrev"
+    " first-parent merges no-merges summary untracked-files ignored check quiet exit-code"
+    " ignore-all-space ignore-space-change ignore-blank-lines ignore-cr-at-eol histogram"
+    " patience minimal relative raw date full-history topo-order date-order author-date-order"
+    " left-right cherry-pick boundary ahead-behind no-ahead-behind find-renames diff-filter"
+    " ignore-submodules dirstat compact-summary full-index binary no-renames text null"
+    " function-context no-prefix no-index merge-base show-stash no-column"
+)
+_GIT_SHORT = re.compile(r"-(?:[pusbzwRam]|\d+|n\d*|U\d*|M\d*%?|[SG].+)")
+_SED_SCRIPT = re.compile(r"(?:\d+|/[^/]*/)(?:,(?:\d+|/[^/]*/))?p|\d+q")
+# The flags the forms above leave out, each known to write a file or run a program: the
+# property tests check that no form Conch counts as reading holds one.
+WRITING_FLAGS: dict[str, frozenset[str]] = {
+    "rg": frozenset({"--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin"}),
+    "find": frozenset(
+        {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf"}
+        | {"-fls"}
+    ),
+    "sed": frozenset({"-i", "--in-place", "-f", "--file"}),
+    "sort": frozenset({"-o", "--output", "--compress-program", "-T", "--temporary-directory"}),
+    "git": frozenset({"-c", "-C", "--output", "--ext-diff", "--textconv", "--show-signature"}),
+    "file": frozenset({"-C", "--compile", "-z", "-Z", "--uncompress", "-p"}),
+}
+
+
+def _shell_words(command: str) -> tuple[list[str], bool] | None:
+    """The words the shell would give the program, and whether any unquoted character makes
+    the shell expand them; None when the quoting does not close."""
+    quote, expanding = "", False
+    for char in command:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in _EXPANDING:
+            expanding = True
+    try:
+        return shlex.split(command), expanding
+    except ValueError:
+        return None
 
 
 def reads_only(command: str | None) -> bool:
-    """Whether a command only reads (for the watch: such a command run unasked is no change)."""
+    """Whether a command only reads (for the watch: such a command run unasked is no change):
+    one of the forms above, with no redirection, pipe, chaining or substitution."""
     if not command or _SHELL_SIGNS.search(command):
         return False
-    words = command.split()
-    program = os.path.basename(words[0])
+    split = _shell_words(command)
+    if split is None or not split[0]:
+        return False
+    words, expanding = split
+    folder, program = os.path.split(words[0])
+    if folder and folder not in _SYSTEM_FOLDERS:
+        return False  # `./rg` is whatever that file is
     if program in READING_PROGRAMS:
         return True
+    if expanding:
+        return False  # the shell could write an option into the words
+    args = words[1:]
+    if program in READING_FORMS:
+        return _options_read(READING_FORMS[program], args)
     if program == "find":
-        return not _FIND_ACTIONS.search(command)
-    if program == "git" and len(words) > 1:
-        return words[1] in READING_GIT and "--output" not in command
+        return _find_reads(args)
+    if program == "sed":
+        return _sed_reads(args)
+    if program == "git":
+        return _git_reads(args)
     return False
+
+
+def _options_read(form: ReadingForm, args: Sequence[str]) -> bool:
+    """Whether every option in `args` is one of the form's (a value that looks like an option
+    counts as one: Conch does not guess which word a program takes as a value)."""
+    for word in args:
+        if word == "--":
+            return True  # what follows is no option
+        if word.startswith("--"):
+            if word[2:].split("=", 1)[0] not in form.long:
+                return False
+        elif word.startswith("-") and word != "-":
+            for letter in word[1:]:
+                if letter in form.valued:
+                    break  # the rest of the word is its value
+                if letter not in form.letters:
+                    return False
+    return True
+
+
+def _find_reads(args: Sequence[str]) -> bool:
+    """`find`: each test or action a reading one (a value of a test is skipped, as find skips
+    it, but never one that is itself a writing action)."""
+    skip = False
+    for word in args:
+        if word in WRITING_FLAGS["find"] or word.startswith("-fprint"):
+            return False
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-") and word not in FIND_WORDS:
+            return False
+        skip = word in _FIND_VALUED
+    return True
+
+
+def _sed_reads(args: Sequence[str]) -> bool:
+    """`sed` only printing lines: `-n`, `-E`/`-r` or `-z`, one script of the forms `N,Mp`,
+    `/re/p` or `Nq` (given as the first word or after `-e`), then files."""
+    scripts: list[str] = []
+    files: list[str] = []
+    wanted = False
+    for word in args:
+        if wanted:
+            scripts.append(word)
+            wanted = False
+        elif word in ("-n", "--quiet", "--silent", "-E", "-r", "--regexp-extended", "-z"):
+            continue
+        elif word in ("-e", "--expression"):
+            wanted = True
+        elif word.startswith("-") and word != "-":
+            return False
+        elif not scripts:
+            scripts.append(word)
+        else:
+            files.append(word)
+    return not wanted and len(scripts) == 1 and bool(_SED_SCRIPT.fullmatch(scripts[0]))
+
+
+def _git_reads(args: Sequence[str]) -> bool:
+    """`git status|log|diff|show`, no option before the subcommand, each option one that only
+    reads."""
+    if not args or args[0] not in READING_GIT:
+        return False
+    for word in args[1:]:
+        if word == "--":
+            return True
+        if word.startswith("--"):
+            if word[2:].split("=", 1)[0] not in GIT_LONG:
+                return False
+        elif word.startswith("-") and not _GIT_SHORT.fullmatch(word):
+            return False
+    return True
 
 
 def acted_unasked(
@@ -318,10 +564,22 @@ def acted_unasked(
     wanted a question: a changing kind (unknown kinds included) done, never asked about, in
     Read, Ask or a tainted Auto. Only `completed` is proof: OpenCode reports a call
     `in_progress` before it asks about it. A command that only reads (`reads_only`) is no
-    change, whatever kind it came as."""
+    change, whatever kind it came as. A `fetch` (`tainted`: the taint from before it) is one
+    only in a tainted chat."""
     if asked or kind in READING_KINDS or status != "completed" or reads_only(command):
         return False
+    if kind in OUTWARD_KINDS:
+        return tainted
     return mode != "auto" or tainted
+
+
+def taint_judged(kind: str | None, before: bool | None, now: bool) -> bool:
+    """The taint a call is judged by: for a `fetch`, the chat's taint from before that call (a
+    fetch taints the chat as it is announced: judged by the taint after, every fetch would
+    ask); unknown (None) counts as tainted. Every other kind: the taint now."""
+    if kind in OUTWARD_KINDS:
+        return before is not False
+    return now
 
 
 def unasked_words(name: str, what: str) -> str:
@@ -363,8 +621,9 @@ def command_refusal(command: str, args: Sequence[str] = ()) -> str | None:
 
 
 def permission(*, mode: Mode, tainted: bool, kind: str | None) -> Permission:
-    """What Conch answers to one `session/request_permission` of this kind."""
-    if kind in READING_KINDS:
+    """What Conch answers to one `session/request_permission` of this kind. For a `fetch`,
+    `tainted` is the chat's taint from before that call (`taint_judged`)."""
+    if kind in READING_KINDS or (kind in OUTWARD_KINDS and not tainted):
         return "allow"
     if mode == "read":
         return "refuse"

@@ -45,6 +45,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -71,7 +72,6 @@ from .rules import (
     LIVE_SESSIONS,
     QUIET_SECONDS,
     REFUSED_WORDS,
-    SERVER_NAME,
     START_SECONDS,
     TOOL_LINES,
     asking_setup,
@@ -79,17 +79,26 @@ from .rules import (
     chosen_option,
     command_refusal,
     no_read_turn,
+    offered_server,
     permission,
     tool_state,
     unasked_words,
     workdir,
 )
-from .turn import REPLY_CHARS, CodingTurn, ReportedCall, question_title, what_it_ran
+from .turn import (
+    ASKED_LIMIT,
+    REPLY_CHARS,
+    CodingTurn,
+    ReportedCall,
+    question_title,
+    what_it_ran,
+)
 from .watch import until_ended, watch_call
 
 log = logging.getLogger(__name__)
 
 ACP = "acp"  # the tool name of every line an ACP agent's work leaves in the chat
+ASKED_TOO_MUCH = f"Not allowed: this turn asked more than {ASKED_LIMIT:,} questions."
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,8 @@ class CodingAgents:
         if session.binding is not None:  # its MCP calls count in this turn, under this place
             session.binding.caller, session.binding.calls = turn.caller, 0
             session.binding.in_turn = True
+        # Only the server Conch offered this very session is known as Conch's own.
+        turn.server = session.mcp_name if session.binding is not None else None
         prompt_text, newest = fresh_text(session.last_given if session.prompted else None)
         turn.last_sent = self.clock()  # the quiet clock runs from the prompt (start has its own)
         prompt = asyncio.ensure_future(
@@ -456,14 +467,18 @@ class CodingAgents:
         session.mcp_key, session.binding = self.mcp.bind(
             session.chat, Caller(session.agent, session.name)
         )
+        # A name of its own, new at each opening: a server of the user's or a project's that
+        # calls itself `conch-notebook` is never taken for Conch's.
+        session.mcp_name = offered_server(secrets.token_hex(6))
         auth = schema.HttpHeader(name="Authorization", value=f"Bearer {session.mcp_key}")
-        return [schema.HttpMcpServer(type="http", name=SERVER_NAME, url=url, headers=[auth])]
+        server = schema.HttpMcpServer(type="http", name=session.mcp_name, url=url, headers=[auth])
+        return [server]
 
     def _forget_key(self, session: ChatSession) -> None:
         """Its key to the notebook's tools opens nothing from now on."""
         if self.mcp is not None and session.mcp_key:
             self.mcp.unbind(session.mcp_key)
-        session.mcp_key, session.binding = "", None
+        session.mcp_key, session.mcp_name, session.binding = "", "", None
 
     async def _gone(self, process: AgentProcess) -> str:
         """The process ended (or its pipe closed): its exit code in words; its group ended."""
@@ -553,12 +568,12 @@ class CodingAgents:
         elif isinstance(update, schema.AgentThoughtChunk):
             turn.hear_thought(getattr(update.content, "text", "") or "")
         elif isinstance(update, schema.ToolCallStart | schema.ToolCallProgress):
-            call = turn.call_of(update)
+            conversation = self.store.get_conversation(turn.conversation_id)
+            tainted = conversation is not None and conversation.tainted is not None
+            call = turn.call_of(update, tainted=tainted)  # the taint from before a new call
             if call.kind == "fetch" and call.status != "failed":
                 self._taint(session, turn)
-            conversation = self.store.get_conversation(turn.conversation_id)
             if conversation is not None:
-                tainted = conversation.tainted is not None
                 watch_call(turn, call, mode=conversation.mode, tainted=tainted)
             if call.status in ("completed", "failed") and not call.logged:
                 self._line(turn, call, tool_state(call.status, stopped=False))
@@ -597,8 +612,12 @@ class CodingAgents:
         if turn is None or turn.stopping:
             return cancelled()
         turn.last_sent = self.clock()
-        tool = turn.call_of(tool_call)
-        tool.asked = True
+        stored = self.store.get_conversation(turn.conversation_id)
+        tool = turn.call_of(tool_call, tainted=stored is not None and stored.tainted is not None)
+        if not turn.ask(tool):  # past the questions a turn may ask: refused, and the watch holds
+            tool.ending = "refused"
+            await self._log(turn, tool, "refused", ASKED_TOO_MUCH)
+            return _selected(chosen_option(options, allow=False))
         if tool.conch is not None:
             # Conch's own notebook tool: its call is judged by the tool's own rule (the mode, the
             # user's yes) when it reaches Conch over MCP; asking here too would ask twice.
@@ -609,9 +628,9 @@ class CodingAgents:
         conversation = self.store.get_conversation(turn.conversation_id)
         if conversation is None:
             return cancelled()
-        verdict = permission(
-            mode=conversation.mode, tainted=conversation.tainted is not None, kind=tool.kind
-        )
+        # A fetch is judged by the taint from before it (its own taint came in as it asked).
+        tainted = tool.tainted(conversation.tainted is not None)
+        verdict = permission(mode=conversation.mode, tainted=tainted, kind=tool.kind)
         if verdict == "allow":
             return _selected(chosen_option(options, allow=True))
         if verdict == "refuse":

@@ -3,7 +3,10 @@
 It holds what the turn has heard from the agent, and the one event that ends it early:
 - its words, streamed on at once (`on_text`) and counted against the reply's bound: past it the
   turn ends `flooded`; its thoughts, kept for one folded line; its plan;
-- its tool calls as reported so far (`ReportedCall`, merged from each report by `call_of`);
+- its tool calls as reported so far (`ReportedCall`, merged from each report by `call_of`): a
+  flood of calls is counted, not kept, but what was asked is never forgotten while the turn
+  lasts (`asked`, kept apart, bounded by ASKED_LIMIT: past it a question is refused), and each
+  call keeps the chat's taint from before it (a `fetch` is judged by it);
 - the call the watch found changing something unasked (`unasked`; watch.py judges it);
 - its share of the meter: what it has cost so far by the agent's own reports (`add_cost`), told
   to the caller's `on_cost`, which ends it `bound` once a spend bound is reached;
@@ -28,13 +31,17 @@ from acp import schema
 from ..core.text import clean_text
 from ..notebook.rules import Ending
 from ..notebook.service import Caller
-from .rules import TOOL_LINES, about_of, command_of, conch_tool, detail_of, own_kind
+from .rules import TOOL_LINES, about_of, command_of, conch_tool, detail_of, own_kind, taint_judged
 
 # All one reply may say (as a model's reply: providers' REPLY_CHARS); past it the turn ends.
 REPLY_CHARS = 2_000_000
 # What ends a running turn before its prompt does: a flood of words, a change made unasked where
 # a question was wanted, a spend bound its reported cost reached, or the agent going quiet.
 TurnEnd = Literal["flooded", "unasked", "bound", "quiet"]
+# The tool calls a turn keeps in full (a flood of calls is counted, not kept).
+KEPT_CALLS = TOOL_LINES * 4
+# The questions one turn may ask (their ids are kept while it lasts): past it, each is refused.
+ASKED_LIMIT = 4096
 
 ToolReport = schema.ToolCallStart | schema.ToolCallProgress | schema.ToolCallUpdate
 
@@ -55,6 +62,11 @@ class ReportedCall:
     about: str = ""  # the agent's own words about it (shown apart from the detail)
     command: str = ""  # the command it runs, if it runs one
     conch: str | None = None  # the notebook tool Conch offers over MCP that it is, if any
+    tainted_before: bool | None = None  # the chat's taint when it was first reported
+
+    def tainted(self, now: bool) -> bool:
+        """The taint it is judged by (`rules.taint_judged`): a fetch's own, from before it."""
+        return taint_judged(self.kind, self.tainted_before, now)
 
 
 @dataclass
@@ -83,6 +95,11 @@ class CodingTurn:
     tainted: bool = False  # a fetch of its brought someone else's words in
     cost_usd: float | None = None  # what it cost so far, by its reports (None: none came)
     writes: list[asyncio.Future[Any]] = field(default_factory=list)  # its lines and taint
+    # The ids of the calls that came through a question: kept apart from `calls`, so a call
+    # past what the turn keeps never forgets that it was asked.
+    asked: set[str] = field(default_factory=set)
+    # The name Conch offered its notebook server under to this session (None: none offered).
+    server: str | None = None
 
     def end(self, why: TurnEnd) -> None:
         """End the turn for `why` (the first reason stays)."""
@@ -117,13 +134,24 @@ class CodingTurn:
         if self.on_cost(self.cost_usd):
             self.end("bound")
 
-    def call_of(self, update: ToolReport) -> ReportedCall:
-        """The tool call a report is about, with what this report adds to it."""
+    def ask(self, call: ReportedCall) -> bool:
+        """The call came through a question: kept as asked while the turn lasts. False when the
+        turn has asked ASKED_LIMIT questions already (then the question is refused)."""
+        if call.id not in self.asked and len(self.asked) >= ASKED_LIMIT:
+            return False
+        self.asked.add(call.id)
+        call.asked = True
+        return True
+
+    def call_of(self, update: ToolReport, *, tainted: bool) -> ReportedCall:
+        """The tool call a report is about, with what this report adds to it. `tainted`: the
+        chat's stored taint now (kept as the taint from before the call when it is new)."""
         call_id = clean_text(str(update.tool_call_id))[:100]
         call = self.calls.get(call_id)
         if call is None:
-            call = ReportedCall(call_id)
-            if len(self.calls) < TOOL_LINES * 4:  # a flood of calls is counted, not kept
+            call = ReportedCall(call_id, asked=call_id in self.asked)
+            call.tainted_before = tainted or self.tainted
+            if len(self.calls) < KEPT_CALLS:  # a flood of calls is counted, not kept
                 self.calls[call_id] = call
         if update.title:
             call.title = clean_text(update.title)[:300]
@@ -148,7 +176,11 @@ class CodingTurn:
         named = (meta.get("claudeCode") or {}).get("toolName") if isinstance(meta, dict) else None
         call.kind = own_kind(call.kind, named if isinstance(named, str) else None)
         found = conch_tool(
-            call.title, named if isinstance(named, str) else None, update.raw_input, call.kind
+            call.title,
+            named if isinstance(named, str) else None,
+            update.raw_input,
+            call.kind,
+            server=self.server,
         )
         if found is not None:
             call.conch = found

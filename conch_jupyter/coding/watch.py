@@ -4,7 +4,8 @@ happens.
 - **A change made unasked** (`watch_call`): trust, but watch. A tool call that changes something,
   reported done without having come through a permission question, where the chat wanted one
   (Read, Ask, a tainted Auto: rules.acted_unasked), ends the turn `unasked`; the owner says so in
-  words and marks the agent's card. Conch's own notebook tools judge themselves, each call.
+  words and marks the agent's card. A `fetch` done unasked is such a change once the chat was
+  tainted before it. Conch's own notebook tools judge themselves, each call.
 - **The quiet clock** (`until_ended`): an agent that sends nothing for `quiet_seconds` mid-turn
   ends it `quiet`. The clock runs from the prompt and from whatever the agent last sent, and stops
   while a question of the turn waits for the user (the agent's own permission question, or one
@@ -35,7 +36,7 @@ def watch_call(turn: CodingTurn, call: ReportedCall, *, mode: Mode, tainted: boo
         return
     if acted_unasked(
         mode=mode,
-        tainted=tainted or turn.tainted,
+        tainted=call.tainted(tainted or turn.tainted),
         kind=call.kind,
         status=call.status,
         asked=call.asked,

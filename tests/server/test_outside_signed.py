@@ -6,6 +6,7 @@ fetched. Conch's own door, pasted into Conch, shows as signed and verified."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -306,3 +307,43 @@ async def test_conchs_own_door_shows_as_signed_and_verified(api: Api, jp_servera
         "thumbprint": services.door_signer.kid,  # the door's kid is its key's thumbprint
     }
     assert "PRIVATE" not in json.dumps(added)
+
+
+def nested(depth: int) -> Any:
+    value: Any = "deep"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+async def test_a_signed_card_nested_600_deep_is_refused_in_words(
+    api: Api, signed: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A card signed by a2a-sdk's own signer, then given a member nested 600 deep: refused in
+    words at paste (422, never a 500), and, for an agent added before, in words on the chat and
+    on its row, its words never sent; no traceback in the log."""
+    deep = {"capabilities": {"extensions": [{"uri": "urn:x", "params": nested(600)}]}}
+    signed.tamper = deep
+    caplog.set_level(logging.DEBUG)
+    status, answer = await api("POST", "outside", {"paste": signed.address})
+    assert (status, answer["error"]["code"]) == (422, "bad_json")
+    assert answer["error"]["message"] == "127.0.0.1 sent JSON nested too deeply to read."
+    signed.tamper = {}
+    status, added = await api("POST", "outside", {"paste": signed.address})
+    assert status == 201, added
+    assert added["signed"]["verified"] is True
+    signed.tamper = deep
+    _, chat = await api("POST", "conversations", {})
+    await api("POST", f"conversations/{chat['id']}/messages", {"text": "@Helper secret plans"})
+    said = await settled(api, chat["id"])
+    words = (
+        "Helper was not called: Conch could not read its card to check it (sent JSON nested too"
+        " deeply to read)."
+    )
+    notes = [m["text"] for m in said["messages"] if m["role"] == "note"]
+    assert f"Helper did not answer: {words}" in notes
+    _, row = await api("GET", f"outside/{added['id']}")
+    assert row["last_problem"] == words
+    assert signed.sends() == []
+    assert "Traceback" not in caplog.text
+    assert not [r for r in caplog.records if r.exc_info or "RecursionError" in r.getMessage()]

@@ -8,8 +8,15 @@ newest text a prompt holds) says what this turn does:
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
     acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
-    acp:act               run a command without asking (as an agent whose own settings allow
-                          it): report it started and done, then say "acted"
+    acp:act [<kind> <what>]
+                          run a command without asking (as an agent whose own settings allow
+                          it): report it started and done, then say "acted"; `rm -rf build`
+                          unless a kind and what are named (`execute rg --pre ./x.sh foo`, a
+                          command; `fetch <url>`; `other <title>`, titled and named so)
+    acp:tool <server> <tool>
+                          ask permission for an MCP tool call as Claude names it
+                          (`mcp__<server>__<tool>`, kind `other`), then say what was answered;
+                          <server> `offered` is the name of the server Conch offered
     acp:usage             report usage (tokens in the prompt's answer; in a usage update the
                           session's cumulative cost, $0.25 more each time)
     acp:spend <step> <n> [then]
@@ -151,15 +158,30 @@ class ScriptedAgent:
             answer = await self._ask(session_id, what)
             await say(f"{what}: {answer}")
         elif what == "act":
-            raw = {"command": "rm -rf build"}
+            kind, _, named = (rest.strip() or "execute rm -rf build").partition(" ")
+            call_id = f"act-{sum(self.prompts.values())}"
+            if kind == "execute":
+                start = acp.start_tool_call(
+                    call_id,
+                    named,
+                    kind="execute",
+                    status="in_progress",
+                    raw_input={"command": named},
+                )
+            elif kind == "fetch":
+                start = acp.start_tool_call(
+                    call_id,
+                    f"Fetch {named}",
+                    kind="fetch",
+                    status="in_progress",
+                    raw_input={"url": named},
+                )
+            else:
+                start = acp.start_tool_call(call_id, named, kind=kind, status="in_progress")
+                start.field_meta = {"claudeCode": {"toolName": named}}
+            await self.conn.session_update(session_id, start)
             await self.conn.session_update(
-                session_id,
-                acp.start_tool_call(
-                    "act-1", "rm -rf build", kind="execute", status="in_progress", raw_input=raw
-                ),
-            )
-            await self.conn.session_update(
-                session_id, acp.update_tool_call("act-1", status="completed", raw_output="")
+                session_id, acp.update_tool_call(call_id, status="completed", raw_output="")
             )
             await asyncio.sleep(0.5)  # the watch ends the turn here
             await say("acted")
@@ -221,6 +243,12 @@ class ScriptedAgent:
             secret = os.environ.get("ACP_TEST_SECRET", "")
             await say(f"secrets seen: {seen or 'none'}; secret={secret}; cwd={os.getcwd()}")
             await say(f"; session cwd={self.cwd[session_id]}")
+        elif what == "tool":
+            server, _, tool = rest.strip().partition(" ")
+            if server == "offered":
+                offered = self.mcp[session_id]
+                server = offered[0].name if offered else "none-offered"
+            await say(f"tool: {await self._ask_tool(session_id, f'mcp__{server}__{tool}')}")
         elif what == "mcp":
             name, _, raw = rest.strip().partition(" ")
             servers = self.mcp[session_id]
@@ -286,6 +314,37 @@ class ScriptedAgent:
 
         return say
 
+    async def _ask_tool(self, session_id: str, name: str) -> str:
+        """Ask about an MCP tool call, named as Claude Code names it (its own `toolName`)."""
+        call_id = f"tool-{sum(self.prompts.values())}"
+        meta = {"claudeCode": {"toolName": name}}
+        start = acp.start_tool_call(call_id, name, kind="other", status="pending")
+        start.field_meta = meta
+        await self.conn.session_update(session_id, start)
+        update = schema.ToolCallUpdate(tool_call_id=call_id, title=name, kind="other")
+        update.field_meta = meta
+        return await self._permission(session_id, call_id, update)
+
+    async def _permission(
+        self, session_id: str, call_id: str, update: schema.ToolCallUpdate
+    ) -> str:
+        """Ask, report the call done (or failed) as answered, and say the answer."""
+        options = [
+            schema.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+            schema.PermissionOption(option_id="always", name="Always", kind="allow_always"),
+            schema.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+        ]
+        answer = await self.conn.request_permission(
+            session_id=session_id, tool_call=update, options=options
+        )
+        outcome = answer.outcome
+        chosen = getattr(outcome, "option_id", None) or outcome.outcome
+        status = "completed" if chosen in ("yes", "always") else "failed"
+        await self.conn.session_update(
+            session_id, acp.update_tool_call(call_id, status=status, raw_output=f"{chosen}")
+        )
+        return str(chosen)
+
     async def _ask(self, session_id: str, kind: str) -> str:
         call_id = f"{kind}-{sum(self.prompts.values())}"
         if kind == "edit":
@@ -315,22 +374,8 @@ class ScriptedAgent:
                 call_id, f"{kind.title()} data.csv", kind=kind, status="pending", raw_input=raw
             )
         await self.conn.session_update(session_id, start)
-        options = [
-            schema.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
-            schema.PermissionOption(option_id="always", name="Always", kind="allow_always"),
-            schema.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
-        ]
         update = schema.ToolCallUpdate(tool_call_id=call_id, kind=kind, raw_input=raw)
-        answer = await self.conn.request_permission(
-            session_id=session_id, tool_call=update, options=options
-        )
-        outcome = answer.outcome
-        chosen = getattr(outcome, "option_id", None) or outcome.outcome
-        status = "completed" if chosen in ("yes", "always") else "failed"
-        await self.conn.session_update(
-            session_id, acp.update_tool_call(call_id, status=status, raw_output=f"{chosen}")
-        )
-        return str(chosen)
+        return await self._permission(session_id, call_id, update)
 
 
 def garbage(method: str) -> None:

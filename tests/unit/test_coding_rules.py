@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from typing import Any
 
 import pytest
 from acp import schema
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conch_jupyter.coding.rules import (
     KNOWN_AGENTS,
+    READING_FORMS,
     SKIPPING_MODES,
     WITHHELD_ENV,
+    WRITING_FLAGS,
     AskingSetup,
     about_of,
     acted_unasked,
@@ -26,16 +31,19 @@ from conch_jupyter.coding.rules import (
     found_agents,
     mode_to_leave,
     no_read_turn,
+    offered_server,
     own_kind,
     permission,
     prompt_text,
     reads_only,
+    taint_judged,
     tool_state,
     workdir,
 )
 
 KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other", None)
-READING = {"read", "search", "think", "fetch"}
+READING = {"read", "search", "think"}
+OFFERED = offered_server("0123456789ab")  # the name Conch offered its server under
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -45,6 +53,8 @@ def test_every_mode_kind_and_taint(mode: Any, kind: str | None, tainted: bool) -
     got = permission(mode=mode, tainted=tainted, kind=kind)
     if kind in READING:
         expected = "allow"  # reading passes in every mode
+    elif kind == "fetch" and not tainted:
+        expected = "allow"  # an address is a way out only for what came in before it
     elif mode == "read":
         expected = "refuse"
     elif mode == "auto" and not tainted:
@@ -197,7 +207,12 @@ def test_an_agent_is_moved_out_of_a_mode_that_skips_questions(
         ("auto", False, "execute", "completed", False, False),
         ("ask", False, "execute", "completed", True, False),  # it asked: the answer held
         ("read", False, "read", "completed", False, False),
-        ("read", False, "fetch", "completed", False, False),
+        ("read", False, "fetch", "completed", False, False),  # untainted before it: it passes
+        ("auto", False, "fetch", "completed", False, False),
+        ("ask", True, "fetch", "completed", False, True),  # tainted before it: a way out
+        ("auto", True, "fetch", "completed", False, True),
+        ("read", True, "fetch", "completed", False, True),
+        ("ask", True, "fetch", "completed", True, False),  # it asked: the answer held
         ("ask", False, "execute", "pending", False, False),  # not run yet: it may still ask
         ("ask", False, "execute", "failed", False, False),
     ],
@@ -209,42 +224,99 @@ def test_a_change_made_without_asking_is_seen(
     assert seen is stopped
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_fetch_is_judged_by_the_taint_from_before_it(kind: str | None) -> None:
+    for before in (False, True, None):
+        for now in (False, True):
+            judged = taint_judged(kind, before, now)
+            assert judged is ((before is not False) if kind == "fetch" else now)
+
+
 def test_conchs_own_tools_are_known_by_every_agents_name_for_them() -> None:
-    assert conch_tool("Tool", "mcp__conch-notebook__read_notebook") == "read_notebook"
-    assert conch_tool("mcp__conch-notebook__run_code") == "run_code"
-    assert conch_tool("conch-notebook.list_variables") == "list_variables"
-    assert conch_tool("Tool: conch-notebook/run_code") == "run_code"
-    assert conch_tool("x", None, {"server": "conch-notebook", "tool": "edit_cell"}) == "edit_cell"
-    assert conch_tool("mcp__conch-notebook__no_such_tool") is None
-    assert conch_tool("mcp__other-server__read_notebook") is None
-    assert conch_tool("read_notebook") is None  # not offered by Conch under that name
+    def mine(*args: Any) -> str | None:
+        return conch_tool(*args, server=OFFERED)
+
+    assert mine("Tool", f"mcp__{OFFERED}__read_notebook") == "read_notebook"
+    assert mine(f"mcp__{OFFERED}__run_code") == "run_code"
+    assert mine(f"{OFFERED}.list_variables") == "list_variables"
+    assert mine(f"Tool: {OFFERED}/run_code") == "run_code"
+    assert mine("x", None, {"server": OFFERED, "tool": "edit_cell"}) == "edit_cell"
+    assert mine(f"mcp__{OFFERED}__no_such_tool") is None
+    assert mine("mcp__other-server__read_notebook") is None
+    assert mine("read_notebook") is None  # not offered by Conch under that name
+
+
+def test_only_the_server_conch_offered_that_session_is_conchs() -> None:
+    """A server of the user's or a project's that calls itself `conch-notebook` (or takes the
+    name another session was offered) gets no pass; with no server offered, no call is Conch's."""
+    other = offered_server("ba9876543210")
+    for server, tool in (("conch-notebook", "run_code"), (other, "run_code")):
+        assert conch_tool(f"mcp__{server}__{tool}", server=OFFERED) is None
+        assert conch_tool("Tool", f"mcp__{server}__{tool}", server=OFFERED) is None
+        assert conch_tool("x", None, {"server": server, "tool": tool}, server=OFFERED) is None
+    assert conch_tool("Tool", f"mcp__{OFFERED}__run_code", server=None) is None
+    # A name Conch never offers is no offered name, whatever it holds.
+    assert conch_tool("Tool", "mcp__conch-notebook__run_code", server="conch-notebook") is None
+    with pytest.raises(ValueError, match="12 hex digits"):
+        offered_server("not hex!")
 
 
 def test_a_command_that_names_a_conch_tool_is_no_conch_tool() -> None:
     """A model chooses a command's words, and Claude's title for a command is the command: a
     call is Conch's tool only by the agent's own naming, so no command or edit passes as one."""
-    sneaky = "rm -rf data # mcp__conch-notebook__read_notebook"
-    assert conch_tool(sneaky, None, {"command": sneaky}) is None
-    assert conch_tool("mcp__conch-notebook__read_notebook; rm -rf data") is None
+
+    def mine(*args: Any) -> str | None:
+        return conch_tool(*args, server=OFFERED)
+
+    sneaky = f"rm -rf data # mcp__{OFFERED}__read_notebook"
+    assert mine(sneaky, None, {"command": sneaky}) is None
+    assert mine(f"mcp__{OFFERED}__read_notebook; rm -rf data") is None
     # Claude names the tool it runs: Bash is Bash, whatever its title says.
-    assert conch_tool("mcp__conch-notebook__read_notebook", "Bash", {"command": "x"}) is None
+    assert mine(f"mcp__{OFFERED}__read_notebook", "Bash", {"command": "x"}) is None
     # A command or an edit is never Conch's tool, however the agent titles it.
     for kind in ("execute", "edit", "delete", "move", "read", "fetch"):
-        assert conch_tool("conch-notebook.read_notebook", None, None, kind) is None
-    assert conch_tool("conch-notebook.read_notebook", None, None, "other") == "read_notebook"
+        assert mine(f"{OFFERED}.read_notebook", None, None, kind) is None
+    assert mine(f"{OFFERED}.read_notebook", None, None, "other") == "read_notebook"
     # The server and tool given apart decide, not the title beside them.
-    assert conch_tool("mcp__conch-notebook__run_code", None, {"server": "x", "tool": "y"}) is None
+    assert mine(f"mcp__{OFFERED}__run_code", None, {"server": "x", "tool": "y"}) is None
 
 
 def test_todays_codex_names_conchs_tool_by_its_server_and_tool() -> None:
     """Codex 2.6 reports an MCP call as kind `execute`, titled `mcp.<server>.<tool>`, its
     input the server, tool and arguments: that is Conch's tool; a command never is."""
-    raw = {"server": "conch-notebook", "tool": "read_notebook", "arguments": {}}
-    assert conch_tool("mcp.conch-notebook.read_notebook", None, raw, "execute") == "read_notebook"
-    assert conch_tool("x", None, {**raw, "command": "rm -rf data"}, "execute") is None
-    assert conch_tool("x", None, {**raw, "cmd": "rm -rf data"}, "execute") is None
-    assert conch_tool("x", None, raw, "edit") is None
-    assert conch_tool("x", None, {**raw, "server": "other"}, "execute") is None
+
+    def mine(*args: Any) -> str | None:
+        return conch_tool(*args, server=OFFERED)
+
+    raw = {"server": OFFERED, "tool": "read_notebook", "arguments": {}}
+    assert mine(f"mcp.{OFFERED}.read_notebook", None, raw, "execute") == "read_notebook"
+    assert mine("x", None, {**raw, "command": "rm -rf data"}, "execute") is None
+    assert mine("x", None, {**raw, "cmd": "rm -rf data"}, "execute") is None
+    assert mine("x", None, raw, "edit") is None
+    assert mine("x", None, {**raw, "server": "other"}, "execute") is None
+    assert mine("x", None, {**raw, "server": "conch-notebook"}, "execute") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    title=st.text(max_size=80),
+    meta=st.none() | st.text(max_size=80),
+    raw=st.none() | st.dictionaries(st.sampled_from(["server", "tool", "command"]), st.text()),
+    kind=st.sampled_from(KINDS),
+    server=st.sampled_from(["conch-notebook", offered_server("ba9876543210")]) | st.text(),
+)
+def test_no_name_but_the_offered_servers_is_conchs(
+    title: str, meta: str | None, raw: dict[str, str] | None, kind: str | None, server: str
+) -> None:
+    """Hostile names (any title, any tool name of the agent's, any input): a call is Conch's
+    tool only where its naming holds the offered name itself."""
+    found = conch_tool(title, meta, raw, kind, server=OFFERED)
+    named = " ".join(x for x in (title, meta or "", *(raw or {}).values()) if x)
+    assert found is None or OFFERED in named
+    if OFFERED not in named:
+        for name in (f"mcp__{server}__run_code", f"{server}.run_code"):
+            if OFFERED not in server:
+                assert conch_tool(name, name, None, "other", server=OFFERED) is None
 
 
 def test_claudes_tool_search_only_reads() -> None:
@@ -327,6 +399,77 @@ def test_conch_never_says_a_yes_that_skips_questions() -> None:
         ("rm -rf build", False),
         ("", False),
         (None, False),
+        # A reading program's every form that writes or runs: the form decides, not the name.
+        ("rg foo src", True),
+        ("rg -n -i --hidden -g '*.py' -e 'def x' .", True),
+        ("rg -A3 -tpy foo", True),
+        ("rg --pre ./x.sh foo", False),
+        ("rg --pre=./x.sh foo", False),
+        ("rg '--pre' ./x.sh foo", False),  # quoting hides nothing
+        ('rg "--pre=./x.sh" foo', False),
+        ("rg --pre-glob '*.gz' foo", False),
+        ("rg -z foo", False),
+        ("rg -iz foo", False),
+        ("rg --search-zip foo", False),
+        ("rg --hostname-bin ./x.sh foo", False),
+        ("rg foo *", False),  # a file named `--pre=x.sh` would be an option
+        ("rg foo {--pre=./x.sh,}", False),
+        ("./rg foo", False),  # whatever that file is
+        ("/tmp/rg foo", False),
+        ("/usr/bin/rg foo", True),
+        ("rg --prefix foo", False),  # an option Conch does not know is a change
+        ("rg -- --pre foo", True),  # after `--`, a pattern
+        ("find . -fprint out.txt", False),
+        ("find . -fprintf out.txt '%p'", False),
+        ("find . -fls out.txt", False),
+        ("find . -ok rm {} ;", False),
+        ("find . -okdir rm {} ;", False),
+        ("find . -execdir rm {} +", False),
+        ("find . -name x -delete", False),
+        ("find . -mtime -7 -size -10k -type f", True),
+        ("find . -name -exec", False),
+        ("find . -newer x -print0", True),
+        ("find * -name x", False),
+        ("sed -n 1,20p notes.txt", True),
+        ("sed -n '/start/,/end/p' notes.txt", True),
+        ("sed 5q notes.txt", True),
+        ("sed -i s/a/b/ notes.txt", False),
+        ("sed -n -i 1p notes.txt", False),
+        ("sed --in-place=.bak 1p notes.txt", False),
+        ("sed 's/a/b/w out.txt' notes.txt", False),
+        ("sed -n 1w out.txt", False),
+        ("sed 's/x/date/e' notes.txt", False),
+        ("sed -f script.sed notes.txt", False),
+        ("sed -n", False),
+        ("sort -n data.csv", True),
+        ("sort -k2,2n -t, data.csv", True),
+        ("sort -o data.csv data.csv", False),
+        ("sort -no data.csv data.csv", False),
+        ("sort --output=data.csv data.csv", False),
+        ("sort --out=data.csv data.csv", False),  # an abbreviation GNU takes
+        ("sort --compress-program=./x.sh data.csv", False),
+        ("file -b notes.txt", True),
+        ("file -C -m magic", False),
+        ("file -z notes.gz", False),
+        ("git show HEAD~1:notes.txt", True),
+        ("git log -5 --stat --format=%h", True),
+        ("git diff --cached --name-only", True),
+        ("git status --short", True),
+        ("git -c core.pager=./x.sh log", False),
+        ("git -C elsewhere status", False),
+        ("git --no-pager log", False),
+        ("git log --output=out.txt", False),
+        ("git diff --outp=out.txt", False),  # an abbreviation git takes
+        ("git diff --ext-diff", False),
+        ("git show --textconv HEAD", False),
+        ("git log --show-signature", False),
+        ("git diff -c", False),
+        ("git branch new", False),
+        ("git log -- --output=x", True),  # after `--`, a path
+        ("grep -rn foo *", True),  # every option of grep reads: so does every expansion
+        ("cat 'unclosed", False),
+        ("FOO=1 rg foo", False),
+        ("env rg --pre ./x.sh foo", False),
     ],
 )
 def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bool) -> None:
@@ -335,6 +478,57 @@ def test_a_command_that_only_reads_is_no_change(command: str | None, reading: bo
         mode="ask", tainted=False, kind="execute", status="completed", asked=False, command=command
     )
     assert seen is not reading
+
+
+def _writes(program: str, word: str) -> bool:
+    """Whether one of the shell's words is one of the program's known writing or running flags
+    (a long one with its value, or a single letter anywhere in a cluster before a value)."""
+    flags = WRITING_FLAGS.get(program, frozenset())
+    if word.split("=", 1)[0] in flags or (program == "find" and word.startswith("-fprint")):
+        return True
+    if program in READING_FORMS and word.startswith("-") and not word.startswith("--"):
+        form = READING_FORMS[program]
+        for letter in word[1:]:
+            if f"-{letter}" in flags:
+                return True
+            if letter in form.valued:
+                return False
+    return False
+
+
+_PROGRAMS = sorted(WRITING_FLAGS)
+_KNOWN_WRITING = sorted({f for flags in WRITING_FLAGS.values() for f in flags})
+_ARGS = st.sampled_from(
+    [
+        *_KNOWN_WRITING,
+        *["-n", "-i", "-e", "-z", "--", "-", "1,5p", "s/a/b/w x", "foo", "*", "-name", "x.py"],
+        *["status", "log", "--stat", "-k2", "--pre=./x.sh", "-iz", "-no", "-exec", "'-o'"],
+        '"--pre"',
+    ]
+) | st.text(alphabet="-=abcdefghiknoprsuvwxzCEIOPSTZ*'\" .,", max_size=12)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(program=st.sampled_from(_PROGRAMS), args=st.lists(_ARGS, max_size=6))
+def test_no_reading_form_holds_a_writing_flag(program: str, args: list[str]) -> None:
+    """Hostile commands built from every known writing and running flag: none that Conch
+    counts as reading holds one (before a `--` that ends the options)."""
+    command = " ".join([program, *args])
+    if not reads_only(command):
+        return
+    words = shlex.split(command)[1:]
+    if program != "find" and "--" in words:
+        words = words[: words.index("--")]
+    assert not any(_writes(program, w) for w in words), command
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=200))
+def test_reads_only_takes_any_text(command: str) -> None:
+    """Any text at all (unclosed quotes, control characters) is an answer, never an error; one
+    counted as reading holds no shell sign."""
+    if reads_only(command):
+        assert not set(command) & set(";&|<>`$\n\\")
 
 
 def test_known_agents_name_todays_packages() -> None:

@@ -8,7 +8,7 @@ import time
 import acp
 from acp import schema
 
-from conch_jupyter.coding.turn import CodingTurn, TurnEnd
+from conch_jupyter.coding.turn import ASKED_LIMIT, KEPT_CALLS, CodingTurn, TurnEnd
 from conch_jupyter.coding.watch import until_ended, watch_call
 from conch_jupyter.notebook.service import Caller
 
@@ -57,7 +57,7 @@ async def test_the_watch_ends_it_for_a_change_made_unasked_where_a_question_was_
     report = acp.start_tool_call(
         "t1", "rm -rf build", kind="execute", status="completed", raw_input={"command": "rm -rf b"}
     )
-    call = turn.call_of(report)
+    call = turn.call_of(report, tainted=False)
     watch_call(turn, call, mode="auto", tainted=False)  # an untainted Auto chat: its right
     assert not turn.ending.done()
     watch_call(turn, call, mode="ask", tainted=False)
@@ -68,8 +68,9 @@ async def test_the_watch_ends_it_for_a_change_made_unasked_where_a_question_was_
 
 async def test_a_read_call_and_a_plan_end_nothing() -> None:
     turn, _ = turn_of()
-    call = turn.call_of(acp.start_read_tool_call("r1", "Read data.csv", "data.csv"))
-    call = turn.call_of(acp.update_tool_call("r1", status="completed", raw_output="3 rows"))
+    call = turn.call_of(acp.start_read_tool_call("r1", "Read data.csv", "data.csv"), tainted=True)
+    done = acp.update_tool_call("r1", status="completed", raw_output="3 rows")
+    call = turn.call_of(done, tainted=True)
     watch_call(turn, call, mode="read", tainted=True)
     turn.hear_plan(
         [
@@ -116,3 +117,62 @@ async def test_the_prompts_answer_or_the_turns_event_ends_the_wait_at_once() -> 
     )
     prompt.set_result(None)
     assert await waiting is None
+
+
+async def test_past_what_the_turn_keeps_a_call_never_forgets_it_was_asked() -> None:
+    """A flood of calls is counted, not kept; but one asked about past that bound is still
+    known as asked when it is reported done: no change made unasked, the turn goes on."""
+    turn, _ = turn_of()
+    for i in range(KEPT_CALLS):
+        turn.call_of(acp.start_tool_call(f"f{i}", "ls", kind="read"), tainted=False)
+    raw = {"command": "rm -rf build"}
+    asked = turn.call_of(
+        acp.start_tool_call("late", "rm", kind="execute", raw_input=raw), tainted=False
+    )
+    assert "late" not in turn.calls  # past the bound: not kept
+    assert turn.ask(asked)
+    done = turn.call_of(acp.update_tool_call("late", status="completed"), tainted=False)
+    assert done is not asked
+    assert done.asked
+    watch_call(turn, done, mode="ask", tainted=False)
+    assert not turn.ending.done()
+    # One never asked about is still a change made unasked.
+    other = acp.start_tool_call("later", "rm", kind="execute", status="completed", raw_input=raw)
+    watch_call(turn, turn.call_of(other, tainted=False), mode="ask", tainted=False)
+    assert turn.ending.result() == "unasked"
+
+
+async def test_the_questions_a_turn_may_ask_are_bounded_and_each_asked_is_kept() -> None:
+    turn, _ = turn_of()
+    for i in range(ASKED_LIMIT):
+        call = turn.call_of(acp.start_tool_call(f"q{i}", "x", kind="edit"), tainted=False)
+        assert turn.ask(call)
+    late = turn.call_of(acp.start_tool_call("one-more", "x", kind="edit"), tainted=False)
+    assert not turn.ask(late)  # refused (sessions.py answers no), never forgotten as asked
+    assert not late.asked
+    again = turn.call_of(acp.start_tool_call("q0", "x", kind="edit"), tainted=False)
+    assert turn.ask(again)
+    assert again.asked
+
+
+async def test_a_fetch_is_judged_by_the_taint_from_before_it() -> None:
+    """A fetch taints the chat as it is announced: it is judged by the taint it found, so the
+    first fetch of an untainted chat passes and the next one asks."""
+    turn, _ = turn_of()
+    first = turn.call_of(acp.start_tool_call("f1", "Fetch", kind="fetch"), tainted=False)
+    turn.tainted = True  # its taint, as sessions.py stores it
+    assert first.tainted(True) is False
+    again = turn.call_of(acp.update_tool_call("f1", status="completed"), tainted=True)
+    assert again is first
+    assert again.tainted(True) is False
+    watch_call(turn, again, mode="ask", tainted=True)
+    assert not turn.ending.done()  # done unasked, untainted before it: its right
+    second = turn.call_of(acp.start_tool_call("f2", "Fetch", kind="fetch"), tainted=False)
+    assert second.tainted(False) is True  # the turn's own fetch came before it
+    done = turn.call_of(acp.update_tool_call("f2", status="completed"), tainted=True)
+    watch_call(turn, done, mode="auto", tainted=True)
+    assert turn.ending.result() == "unasked"
+    # Another kind is judged by the taint now.
+    edit = turn.call_of(acp.start_tool_call("e1", "Edit", kind="edit"), tainted=False)
+    assert edit.tainted(False) is False
+    assert edit.tainted(True) is True

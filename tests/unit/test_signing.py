@@ -3,6 +3,7 @@ RFC 8785 code, its parsed card), signatures each side accepts from the other, an
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from typing import Any
@@ -18,12 +19,16 @@ from a2a.utils.signing import (
 )
 from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import json_format
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from jwt import PyJWK
 
 from conch_jupyter.a2a import signing
 from conch_jupyter.a2a.door.card import agent_card, agent_card_v03, agent_card_v1
+from conch_jupyter.a2a.outside.client import CallFailed, json_of
+from conch_jupyter.a2a.reading import parse_card
+from conch_jupyter.a2a.wire import WireError
+from conch_jupyter.core.nesting import JSON_DEPTH, nests_deeper
 
 CARD_SHAPES = (agent_card, agent_card_v1, agent_card_v03)
 ENDPOINT = "https://door.example/a%40b/a2a/ada"
@@ -186,3 +191,70 @@ def test_any_card_is_read_or_refused_in_words(card: dict[str, Any]) -> None:
         return
     assert forms
     assert all(isinstance(f.payload, bytes) for f in forms)
+
+
+WORDS_OF_BAD_JSON = ("sent JSON nested too deeply to read", "sent something that is not valid JSON")
+
+
+def _read_or_refusal(data: bytes) -> Any:
+    try:
+        return json_of(data)
+    except CallFailed as refused:
+        return refused
+
+
+def _nested_text(shapes: list[bool], leaf: str, card: bool) -> bytes:
+    """JSON text nested once per shape (True: a list, False: an object), written without
+    recursion, optionally as a card's member (one object around it)."""
+    opening = "".join("[" if is_list else '{"a":' for is_list in shapes)
+    closing = "".join("]" if is_list else "}" for is_list in reversed(shapes))
+    text = opening + leaf + closing
+    if card:
+        text = '{"name": "Deep", "signatures": [], "capabilities": {"x": ' + text + "}}"
+    return text.encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(st.booleans(), max_size=3000),
+    leaf=st.sampled_from(["1", '"x"', "null", "[]", "{}", '"' + "y" * 5000 + '"']),
+    card=st.booleans(),
+    garbage=st.binary(max_size=40),
+)
+@example(shapes=[False, True] * 300, leaf='"deep"', card=True, garbage=b"")
+def test_json_of_any_nesting_or_size_is_read_or_refused_in_words(
+    shapes: list[bool], leaf: str, card: bool, garbage: bytes
+) -> None:
+    """Hostile JSON from an outside agent, of any nesting, size or shape: read within
+    JSON_DEPTH or refused as `bad_json` in words; whatever is read, signatures, signed forms and
+    the card's reading end in a result or their own words, never another exception."""
+    for data in (_nested_text(shapes, leaf, card), garbage):
+        value = _read_or_refusal(data)
+        if isinstance(value, CallFailed):
+            assert value.code == "bad_json"
+            assert value.words in WORDS_OF_BAD_JSON
+            continue
+        assert not nests_deeper(value, JSON_DEPTH)
+        if not isinstance(value, dict):
+            continue
+        for read in signing.signatures_of(value):
+            assert isinstance(read, signing.Signature | signing.SignatureError)
+        with contextlib.suppress(signing.SignatureError):
+            assert signing.signed_forms(value)
+        with contextlib.suppress(WireError):
+            parse_card(value)
+
+
+def test_a_card_nested_past_what_conch_reads_is_refused_in_words() -> None:
+    """Not through the client (its own bound comes first): the signed forms measure the card
+    before anything copies or walks it."""
+    deep: Any = "deep"
+    for _ in range(600):
+        deep = {"a": [deep]}
+    card = {"name": "Deep", "capabilities": {"extensions": [{"params": deep}]}}
+    with pytest.raises(signing.SignatureError, match="nests deeper than a card can"):
+        signing.signed_forms(card)
+    assert nests_deeper(deep, 1199)
+    assert not nests_deeper(deep, 1200)
+    assert not nests_deeper("x", 0)
+    assert nests_deeper([], 0)

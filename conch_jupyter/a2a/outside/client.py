@@ -27,6 +27,7 @@ import httpx
 
 from ...core.deadlines import duration, within
 from ...core.errors import ConchError
+from ...core.nesting import JSON_DEPTH, nests_deeper
 from ..wire import (
     REASONS,
     VERSION_HEADER,
@@ -82,6 +83,24 @@ class Limits:
     card_seconds: float = 10.0  # for the whole search, every place and redirect included
     call_seconds: float = 30.0  # per call
     redirects: int = 5
+
+
+_TOO_DEEP = "sent JSON nested too deeply to read"
+
+
+def json_of(data: bytes, depth: int = JSON_DEPTH) -> Any:
+    """The JSON an outside agent sent, read only within `depth` (the one place JSON from an
+    outside agent is read): deeper, or not JSON, is CallFailed `bad_json`, in words. What it
+    gives back can be walked, copied and signed without exhausting the stack."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise CallFailed("bad_json", _TOO_DEEP) from None
+    except ValueError:
+        raise CallFailed("bad_json", "sent something that is not valid JSON") from None
+    if nests_deeper(value, depth):
+        raise CallFailed("bad_json", _TOO_DEEP)
+    return value
 
 
 def same_host(a: httpx.URL, b: httpx.URL) -> bool:
@@ -259,13 +278,7 @@ class A2AClient:
         try:
             if response.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
                 raise CallFailed("bad_json", "sent a compressed answer although asked for none")
-            data = await self._read(response, limit)
-            try:
-                return json.loads(data)
-            except RecursionError:
-                raise CallFailed("bad_json", "sent JSON nested too deeply to read") from None
-            except ValueError:
-                raise CallFailed("bad_json", "sent something that is not valid JSON") from None
+            return json_of(await self._read(response, limit))
         except CallFailed:
             if strict:
                 raise
