@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..core.errors import ConchError
+from ..core.nesting import nests_deeper
 from ..core.text import clean_text
 
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ def tool_arguments(raw: str) -> dict[str, Any] | None:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    # Arguments nested past the bound are not an object Conch reads: nothing walks them.
+    return value if isinstance(value, dict) and not nests_deeper(value) else None
 
 
 @dataclass(frozen=True)

@@ -762,3 +762,16 @@ def test_the_administrators_policy_closes_the_door_to_a_right_key() -> None:
     )
     assert isinstance(wrong, Denied)
     assert wrong.code == "bad_key"
+
+
+def test_a_call_nested_past_the_bound_is_refused_in_words() -> None:
+    deep = {"x": None}
+    for _ in range(900):
+        deep = {"x": deep}
+    message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}], "metadata": deep}
+    with pytest.raises(Refusal) as refused:
+        read_call(body("SendMessage", {"message": message}), JSON, "1.0")
+    answer = refused.value.answer()
+    assert answer["id"] == "r1"
+    assert answer["error"]["code"] == -32600
+    assert "nests deeper than 64 levels" in answer["error"]["message"]

@@ -22,6 +22,7 @@ from conch_jupyter.providers.base import (
     ToolStep,
     Turn,
     Usage,
+    tool_arguments,
 )
 
 from ..support.scripted_models import Reply, ScriptedModels
@@ -270,3 +271,9 @@ def test_the_offline_agent_writes_cells_when_asked() -> None:
     assert ask("delete cell c-1", read) == ("delete_cell", {"cell_id": "c-1"})
     assert ask("run cell c-1") == ("run_cell", {"cell_id": "c-1"})
     assert ask("edit cell c-1 please") is None  # no new text: nothing to write
+
+
+def test_arguments_nested_past_the_bound_are_no_object_conch_reads() -> None:
+    deep = "{" + '"a": {' * 900 + "}" * 901
+    assert tool_arguments(deep) is None
+    assert tool_arguments('{"a": {"b": [1, 2]}}') == {"a": {"b": [1, 2]}}

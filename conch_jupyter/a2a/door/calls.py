@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...core.errors import ConchError
 from ...core.files import describe_validation_error
+from ...core.nesting import JSON_DEPTH, nests_deeper
 from ...core.text import clean_text
 from ...store.rows import DoorTask
 from ..wire import (
@@ -157,6 +158,13 @@ def read_call(body: bytes, content_type: str | None, version_header: str | None)
         data = _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Refusal(ErrorCode.PARSE, "The body is not valid JSON.") from None
+    if nests_deeper(data):
+        # Nothing after this walks a deeper value (validation, copying, storing): no stack runs out.
+        raise Refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"The request nests deeper than {JSON_DEPTH} levels: send a flatter one.",
+            request_id=_request_id(data) if isinstance(data, dict) else None,
+        )
     if isinstance(data, list):
         raise Refusal(ErrorCode.INVALID_REQUEST, "Batch requests are not taken: send one call.")
     if not isinstance(data, dict):
