@@ -253,7 +253,8 @@ async def test_the_room_follows_a_rename(
     assert status == 202
     await chat.until(lambda c: len([m for m in c.by("conch") if "answered" in m["body"]]) == 3)
     [shown] = [m["body"] for m in chat.by("conch") if "Sent from" in m["body"]]
-    assert shown == "*Sent from Conch's view or API:* @Researcher &lt;b&gt;from&lt;/b&gt; the API"
+    # Sealed: the tags are text (a word joiner after each "<").
+    assert shown == ("*Sent from Conch's view or API:* @Researcher <\u2060b>from<\u2060/b> the API")
     assert len(chat.by((await agent_ids(api))["Researcher"])) == 3
 
 
@@ -273,7 +274,7 @@ async def test_a_coding_agents_question_is_answered_only_by_a_person(
     for answer, expected in (("/allow", "edit: yes"), ("/deny", "edit: no")):
         await chat.send("@Coder acp:edit")
         question = await chat.until(lambda c: [m for m in c.by("conch") if "asks to" in m["body"]])
-        assert question[-1]["body"].startswith("**Coder** asks to Edit analysis.py (question `t_")
+        assert question[-1]["body"].startswith("**Coder** asks to Edit analysis\\.py (question `t_")
         assert "-x = 1\n+x = 2" in question[-1]["body"]
         assert question[-1]["body"].endswith(
             "Answer `/allow` or `/deny` here, or in the Conch view."
@@ -313,11 +314,12 @@ async def test_an_outside_agents_answer_is_posted_sealed(api: Api, chat: ChatCli
         await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
     [answer] = chat.by(sender)
     body = answer["body"]
+    # Sealed: a word joiner after each "!" before "[" and each "<" before a tag.
     assert "<b>" not in body
     assert "<img" not in body
-    assert "&lt;b&gt;9:00&lt;/b&gt;" in body
-    assert "\\![seen](http://127.0.0.1:9/pixel.png)" in body  # a link's words, no picture
-    assert body.endswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
+    assert "<\u2060b>9:00<\u2060/b>" in body
+    assert "!\u2060[seen](http://127.0.0.1:9/pixel.png)" in body  # a link's words, no picture
+    assert body.startswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
     room = await room_of(api, "work/plan.chat")
     assert room["tainted"] == {"kind": "person", "by": "Helper"}
 
