@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 from jupyterlab_chat.models import NewMessage, User
+from markdown_it import MarkdownIt
 
 from conch_jupyter.chat_rooms.words import STOPPED_MARK
+from conch_jupyter.core.chat_seal import seal_for_chat
 
 from ..support.api import Api, settled, wait_for
 from ..support.chat_client import ChatClient
@@ -322,6 +324,28 @@ async def test_an_outside_agents_answer_is_posted_sealed(api: Api, chat: ChatCli
     assert body.startswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
     room = await room_of(api, "work/plan.chat")
     assert room["tainted"] == {"kind": "person", "by": "Helper"}
+
+
+async def test_a_reply_streamed_in_pieces_is_sealed_whole_at_every_step(
+    api: Api, models: ScriptedModels, chat: ChatClient
+) -> None:
+    """A picture and a tag cut across the model's pieces: every body the chat ever held is
+    sealed as a whole (a piece sealed alone would let `!` + `[…](…)` through)."""
+    pieces = ["Look ", "!", "[p](http://127.0.0.1:9/p.png) <im", "g src=http://127.0.0.1:9/q> ok"]
+    models.responder = by_speaker({"Ann": lambda _n: Reply(chunks=pieces, delay_per_chunk=0.2)})
+    await make_agents(api, models, "Ann")
+    ann = (await agent_ids(api))["Ann"]
+    await chat.send("@Ann look")
+    await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
+    [reply] = chat.by(ann)
+    steps = chat.bodies[reply["id"]]
+    assert len(steps) > 1  # it streamed
+    drawn = MarkdownIt("commonmark", {"html": True})
+    for body in steps:
+        kinds = {c.type for t in drawn.parse(body) for c in t.children or ()}
+        assert not kinds & {"image", "html_inline"}, body
+        assert seal_for_chat(body) == body
+    assert steps[-1] == seal_for_chat("".join(pieces))
 
 
 async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(
