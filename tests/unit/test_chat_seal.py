@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from conch_jupyter.coding.rules import unasked_words
+from conch_jupyter.coding.turn import ReportedCall, what_it_ran
 from conch_jupyter.core.chat_seal import (
     JOINER,
     code_block,
@@ -196,3 +198,18 @@ def test_a_code_block_outlasts_any_fence_line_in_it() -> None:
 )
 def test_a_fence_left_open_is_closed(text: str, closed: str) -> None:
     assert fences_closed(text) == closed
+
+
+@settings(max_examples=200, deadline=None)
+@given(hostile.filter(lambda command: bool(command.strip())))
+def test_the_watchs_line_holds_the_whole_command_in_its_code(command: str) -> None:
+    """The watch's line, "Coder ran `…` without asking you": a backtick closes nothing."""
+    line = unasked_words("Coder", what_it_ran(ReportedCall(id="c1", command=command)))
+    assert_safe(seal_for_chat(line))
+    [paragraph] = [t for t in CHAT.parse(line) if t.type == "inline"]
+    children = paragraph.children or []
+    [span] = [c for c in children if c.type == "code_inline"]
+    shown = " ".join(command[:300].replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    assert span.content == (shown if shown.strip() else " ")
+    assert children[0].content == "Coder ran "
+    assert children[-1].content.startswith(" without asking you")
