@@ -6,8 +6,9 @@ streamed reply (a scripted model), its error quoted in the round's end line, a c
 reply and its question quoting a command (the scripted ACP agent), an outside agent's words (an
 a2a-sdk peer) and a message sent through Conch's API. A picture server on loopback counts the
 requests made of it: none, until the test itself shows a picture of it (which proves the page
-could reach it). The panel draws no picture, no raw HTML and no link but http, https and mailto,
-and shows the words readably."""
+could reach it); and the page asks nothing of any other host either (its math included). The
+panel draws no picture, no raw HTML and no link but http, https and mailto, and shows the words
+readably."""
 
 from __future__ import annotations
 
@@ -106,6 +107,8 @@ def one_line(url: str) -> str:
             f"`` ` ``![k]({url}/20.png)` ``",
             "[js](javascript:alert(1)) [rel](files/x.txt) <javascript:alert(1)>",
             "$\\href{javascript:alert(1)}{math}$",
+            f"$\\style{{background-image:url({url}/m1.png)}}{{y}}$ $\\require{{html}}$",
+            f"$\\class{{x}}{{z}}$ $\\unicode[{url}/m2.woff]{{x41}}$",
             f"<img src={url}/21.png",
         ]
     )
@@ -206,6 +209,8 @@ def test_no_post_of_conchs_makes_the_chat_panel_fetch_a_picture(
     page.goto(f"{lab.url}lab/workspaces/seal/tree/seal.chat?token={lab.token}")
     page.wait_for_selector(".jp-chat-input-container textarea", timeout=60_000)
     console = Console(page)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
     conch = messages_of(page, "Conch")
     expect(conch.first).to_contain_text("Conch's agents are in this chat", timeout=30_000)
     line = one_line(pictures.url)
@@ -249,6 +254,9 @@ def test_no_post_of_conchs_makes_the_chat_panel_fetch_a_picture(
     )
     assert pictures.wait_for("/control.png")
     assert pictures.hits == ["/control.png"]
+    # Nor anything else from elsewhere: every request of the page's went to the lab itself.
+    elsewhere = [u for u in requests if not u.startswith((lab.url, "data:", "blob:"))]
+    assert elsewhere == [f"{pictures.url}/control.png"], elsewhere
     # It draws nothing that loads, and links only to http, https and mailto.
     loads = "img, picture, source, image, video, iframe, object, embed, input, link, style"
     assert posts.locator(loads).count() == 0
