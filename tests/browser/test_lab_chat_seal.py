@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -152,8 +153,11 @@ def pictures() -> Iterator[Pictures]:
         yield serving
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, pictures: Pictures) -> Iterator[Lab]:
+@contextmanager
+def sealed_lab(root: Path, pictures: Pictures, **lab_options: Any) -> Iterator[Lab]:
+    """A lab whose writers all say the corpus: Ann (streamed), Bo (an error), Coder (the
+    scripted ACP agent) and Helper (an outside agent). `lab_options` go to running_lab
+    (tests/live: another venv's python, with collaboration)."""
     text = corpus(pictures.url)
     failure = {"error": {"message": one_line(pictures.url)}}
     with ScriptedModels() as models, Peer(name="Helper", reply=text) as peer:
@@ -163,9 +167,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pictures: Pictures) -> Iterato
                 "Bo": lambda _n: Reply(status=400, error_body=failure),
             }
         )
-        root = lab_folder(tmp_path_factory, "lab-chat-seal", {"seal.chat": "{}"})
         config = this_checkouts_extension(root)
-        with running_lab(root, config=config) as running:
+        with running_lab(root, config=config, **lab_options) as running:
             with running.client() as http:
                 provider = {"kind": "openai", "model": "m", "base_url": models.openai_url}
                 for name in ("Ann", "Bo"):
@@ -180,6 +183,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pictures: Pictures) -> Iterato
                 added = http.post(f"{running.url}conch/api/outside", json={"paste": peer.address})
                 assert added.status_code == 201, added.text
             yield running
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, pictures: Pictures) -> Iterator[Lab]:
+    root = lab_folder(tmp_path_factory, "lab-chat-seal", {"seal.chat": "{}"})
+    with sealed_lab(root, pictures) as running:
+        yield running
 
 
 def room_id(lab: Lab) -> str:
@@ -205,6 +215,11 @@ def shown(message: Locator) -> str:
 def test_no_post_of_conchs_makes_the_chat_panel_fetch_a_picture(
     browser: Browser, lab: Lab, pictures: Pictures
 ) -> None:
+    nothing_fetched(browser, lab, pictures, "chat-sealed")
+
+
+def nothing_fetched(browser: Browser, lab: Lab, pictures: Pictures, screenshot: str) -> None:
+    """Each writer says the corpus in seal.chat; the panel fetches nothing from elsewhere."""
     page: Page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
     page.goto(f"{lab.url}lab/workspaces/seal/tree/seal.chat?token={lab.token}")
     page.wait_for_selector(".jp-chat-input-container textarea", timeout=60_000)
@@ -284,7 +299,7 @@ def test_no_post_of_conchs_makes_the_chat_panel_fetch_a_picture(
     assert code.translate(invisible) == f"$ {command}".translate(invisible)
     assert "Bo could not answer" in shown(posts.filter(has_text="Bo could not answer").first)
     assert "Sent from Conch's view or API" in shown(posts.filter(has_text="acp:say").first)
-    page.screenshot(path=screenshot_path("chat-sealed"), full_page=True)
+    page.screenshot(path=screenshot_path(screenshot), full_page=True)
 
     assert not [e for e in console.errors if "conch" in e.lower()]
     page.context.close()
