@@ -11,10 +11,12 @@ got back, never by sender.
 
 Out: Conch follows the room's conversation in the Hub, like an open view, and writes what the
 round does into the chat: each reply as its agent's message, streamed in steps (marked on itself
-when Stop cut it); an outside agent's answer sealed; from "Conch", one line per round, changed in
-place as the floor changes hands and at the end to the round's end, besides its questions, its
-other notes and a message sent to the room through the API. A new chat (no message yet) gets
-Conch's one welcome line when it first goes live.
+when Stop cut it); an outside agent's answer marked as theirs; from "Conch", one line per round,
+changed in place as the floor changes hands and at the end to the round's end, besides its
+questions, its other notes and a message sent to the room through the API. A new chat (no message
+yet) gets Conch's one welcome line when it first goes live. Every body Conch writes into a chat,
+posted or changed, goes through `_post`, `_change` or `_update`, and each seals it as a whole
+(core/chat_seal.py): no picture, no raw HTML, links only http, https and mailto, whoever wrote it.
 
 The room is the conversation kept for the chat file's own id (`metadata.id`), so a rename or a
 restart finds it again. Nothing here decides anything of a round: the rounds do (rounds/driver.py).
@@ -42,6 +44,7 @@ from jupyterlab_chat.models import (
 )
 
 from ..agents.agent_store import AgentStore
+from ..core.chat_seal import seal_for_chat
 from ..core.errors import ConchError
 from ..notebook.service import NotebookTools
 from ..rounds.driver import RoundService
@@ -59,9 +62,9 @@ from .words import (
     from_elsewhere,
     how_to_continue,
     initials_of,
+    outside_words,
     question_line,
     round_line,
-    sealed,
     stopped_reply,
     welcome_line,
     writer_of,
@@ -356,7 +359,7 @@ class ChatRooms:
         elif role == "outside":
             name = str(message.get("name") or message.get("agent") or "An outside agent")
             sender = agent_user(str(message.get("agent")))
-            self._post(room, sender, sealed(str(message["text"]), name))
+            self._post(room, sender, outside_words(str(message["text"]), name))
         elif role == "user":
             self._say(room, from_elsewhere(str(message["text"])))
         elif role == "note" and isinstance(message.get("round"), dict):
@@ -406,9 +409,8 @@ class ChatRooms:
     def _step(self, room: _Room, stream: _Stream) -> None:
         stream.step = None
         if stream.waiting:
-            more, stream.waiting = stream.waiting, ""
-            self._update(room, stream, more, append=True)
-            stream.shown += more
+            stream.shown, stream.waiting = stream.shown + stream.waiting, ""
+            self._update(room, stream, stream.shown)  # sealed whole: a piece alone may fool it
 
     def _reply_done(self, room: _Room, message: dict[str, Any]) -> None:
         text = str(message["text"])
@@ -420,7 +422,7 @@ class ChatRooms:
         if stream.step is not None:
             stream.step.cancel()
         if text != stream.shown:
-            self._update(room, stream, text, append=False)
+            self._update(room, stream, text)
         room.last_reply = _Posted(stream.chat_message, stream.sender, stream.time, text)
 
     def _floor_changed(self, room: _Room, words: str, place: dict[str, Any]) -> None:
@@ -454,8 +456,10 @@ class ChatRooms:
     # --- the chat's own calls ---
 
     def _post(self, room: _Room, sender: str, body: str) -> str:
-        # No mention-finding: Conch's words start no one's reply (a persona's included).
-        made = room.model.add_message(NewMessage(body=body, sender=sender), trigger_actions=[])
+        """A new post of Conch's, sealed. No mention-finding: Conch's words start no one's reply
+        (a persona's included)."""
+        sealed = NewMessage(body=seal_for_chat(body), sender=sender)
+        made = room.model.add_message(sealed, trigger_actions=[])
         posted = str(made)
         room.ours.add(posted)
         return posted
@@ -465,14 +469,16 @@ class ChatRooms:
         return _Posted(chat_message, sender, posted.time if posted is not None else 0.0, body)
 
     def _change(self, room: _Room, post: _Posted, body: str) -> None:
-        """One of Conch's posts changed in place (it keeps its place and time in the chat)."""
+        """One of Conch's posts changed in place (it keeps its place and time in the chat),
+        sealed; `post.body` keeps what it says before sealing."""
         post.body = body
-        change = Message(body=body, id=post.chat_message, time=post.time, sender=post.sender)
-        room.model.update_message(change, append=False)
+        self._update(room, post, body)
 
-    def _update(self, room: _Room, stream: _Stream, body: str, *, append: bool) -> None:
-        change = Message(body=body, id=stream.chat_message, time=stream.time, sender=stream.sender)
-        room.model.update_message(change, append=append)
+    def _update(self, room: _Room, post: _Stream | _Posted, body: str) -> None:
+        """A post's new body (a streaming reply's whole text so far), sealed as a whole."""
+        sealed = seal_for_chat(body)
+        change = Message(body=sealed, id=post.chat_message, time=post.time, sender=post.sender)
+        room.model.update_message(change, append=False)
 
     def _say(self, room: _Room, text: str) -> None:
         """A line from Conch itself."""

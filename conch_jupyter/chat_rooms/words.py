@@ -1,8 +1,10 @@
 """What the chat face reads and writes, as pure functions: who wrote a chat message, which of
 Conch's commands a person typed, who Conch's bot users are, and the lines Conch posts (a new
 chat's welcome, the round's one line as the floor changes hands and as its end, a question with
-how to answer it, a stopped reply's mark, an outside agent's words sealed). No rule of a round
-lives here: these only translate.
+how to answer it, a stopped reply's mark, an outside agent's words marked as theirs). No rule of
+a round lives here: these only translate. Every post is sealed as a whole on its way into the
+chat (core/chat_seal.py's `seal_for_chat`, in rooms.py); what these lines wrap around a text (a
+code span, a fence, emphasis) is made with chat_seal's wrappers, which nothing inside can close.
 
 Who wrote a message: jupyterlab-chat says a message came from a client (`client_msg_received`:
 a person, whatever sender name the client gave) or was written on the server
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..core.chat_seal import code_block, code_span, fences_closed, literal
 from ..rounds.engine import CONTINUABLE
 
 Writer = Literal["ours", "person", "other"]
@@ -90,11 +93,11 @@ def question_line(entry: dict[str, object]) -> str:
     answer it."""
     who = str(entry.get("name") or "An agent")
     what = str(entry.get("title") or entry.get("tool") or "a tool call")
-    detail = str(entry.get("detail") or entry.get("code") or "").strip()
-    shown = f"\n\n```\n{_unfenced(detail)}\n```" if detail else ""
+    detail = str(entry.get("detail") or entry.get("code") or "").strip("\n")
+    shown = f"\n\n{code_block(detail)}" if detail.strip() else ""
     call = entry.get("call_id")
-    which = f" (question `{call}`)" if call else ""
-    return f"**{_plain(who)}** asks to {_plain(what)}{which}.{shown}\n\n{HOW_TO_ANSWER}"
+    which = f" (question {code_span(str(call))})" if call else ""
+    return f"**{literal(who)}** asks to {literal(what)}{which}.{shown}\n\n{HOW_TO_ANSWER}"
 
 
 def end_line(
@@ -106,7 +109,7 @@ def end_line(
     parts.append(words)
     if spent_usd:
         parts.append(f"${spent_usd:.4f}")
-    line = " · ".join(_plain(p) for p in parts)
+    line = " · ".join(parts)
     return f"{line} · {going_on}" if going_on else line
 
 
@@ -124,13 +127,13 @@ def round_line(words: str, turn: object, limit: object) -> str:
     """The round's one line while it runs: who has the floor, and how many of its replies this
     is ("Researcher handed over to Writer · 2 of 8")."""
     place = f" · {turn} of {limit}" if isinstance(turn, int) and isinstance(limit, int) else ""
-    return f"{_plain(words)}{place}"
+    return f"{words}{place}"
 
 
 def welcome_line(names: Sequence[str]) -> str:
     """A new chat's one line from Conch: who can be mentioned here, and how to stop them."""
     if names:
-        who = ", ".join(f"@{_plain(n)}" for n in names)
+        who = ", ".join(f"@{literal(n)}" for n in names)
         start = f"Conch's agents are in this chat: {who}. Mention one to start a round"
     else:
         start = "Conch is in this chat, with no agents yet: add one in Conch's Settings"
@@ -145,48 +148,17 @@ STOPPED_MARK = "*(Stopped here: the rest of this reply was not written.)*"
 
 def stopped_reply(text: str) -> str:
     """A reply cut by Stop or `/stop`, marked as such on the reply itself."""
-    return f"{text.rstrip()}\n\n{STOPPED_MARK}" if text.strip() else STOPPED_MARK
+    return f"{fences_closed(text.rstrip())}\n\n{STOPPED_MARK}" if text.strip() else STOPPED_MARK
 
 
 def from_elsewhere(text: str) -> str:
     """A person's message sent to the room through Conch's view or API rather than this chat:
-    shown by Conch, so the chat holds the whole conversation, as text."""
-    return f"*Sent from Conch's view or API:* {_plain(text)}"
+    shown by Conch, so the chat holds the whole conversation."""
+    return f"*Sent from Conch's view or API:* {text}"
 
 
-def _plain(text: str) -> str:
-    """Conch's own line with no HTML in it (names and titles come from agents' settings)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _unfenced(text: str) -> str:
-    """Text that cannot close the code fence it is shown in."""
-    return text.replace("```", "`\u200b``")
-
-
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-
-
-def sealed(text: str, speaker: str) -> str:
-    """An outside agent's words as the chat may draw them: marked as theirs, with no picture
-    from elsewhere (an image is shown as its link's words) and raw HTML shown as text. The chat
-    draws Markdown with HTML and fetches images, so both are taken out here, line by line;
-    fenced code is left alone (the chat shows it as text)."""
-    lines = []
-    fenced = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            fenced = not fenced
-            lines.append(line)
-            continue
-        lines.append(line if fenced else _inert(line))
-    if fenced:  # an unclosed fence would swallow the mark below
-        lines.append("```")
-    mark = f"*An outside agent's words ({_plain(speaker)}): no pictures, HTML shown as text.*"
-    return "\n".join(lines) + f"\n\n{mark}"
-
-
-def _inert(line: str) -> str:
-    line = _plain(line)
-    # `![alt](src)` and `![alt][ref]` are images; `\!` makes them links, which fetch nothing.
-    return line.replace("![", "\\![")
+def outside_words(text: str, speaker: str) -> str:
+    """An outside agent's words, marked as theirs before them (where nothing they hold, such as
+    a fence left open, can swallow the mark)."""
+    mark = f"*An outside agent's words ({literal(speaker)}): no pictures, HTML shown as text.*"
+    return f"{mark}\n\n{text}"

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from acp import schema
 
+from ..core.chat_seal import code_span
 from ..core.text import clean_text
 from ..notebook.rules import Ending
 from ..notebook.service import Caller
@@ -201,7 +202,6 @@ def question_title(call: ReportedCall) -> str:
 
 
 def what_it_ran(call: ReportedCall) -> str:
-    """The tool line as words: `the command` or the call's title."""
-    if call.command:
-        return f"`{call.command[:300]}`"
-    return f"“{(call.title or call.kind or 'a tool call')[:300]}”"
+    """The tool line as words: the command or the call's title, as code that nothing in it
+    can close (a backtick in a command included)."""
+    return code_span((call.command or call.title or call.kind or "a tool call")[:300])

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 from jupyterlab_chat.models import NewMessage, User
+from markdown_it import MarkdownIt
 
 from conch_jupyter.chat_rooms.words import STOPPED_MARK
+from conch_jupyter.core.chat_seal import seal_for_chat
 
 from ..support.api import Api, settled, wait_for
 from ..support.chat_client import ChatClient
@@ -253,7 +255,8 @@ async def test_the_room_follows_a_rename(
     assert status == 202
     await chat.until(lambda c: len([m for m in c.by("conch") if "answered" in m["body"]]) == 3)
     [shown] = [m["body"] for m in chat.by("conch") if "Sent from" in m["body"]]
-    assert shown == "*Sent from Conch's view or API:* @Researcher &lt;b&gt;from&lt;/b&gt; the API"
+    # Sealed: the tags are text (a word joiner after each "<").
+    assert shown == ("*Sent from Conch's view or API:* @Researcher <\u2060b>from<\u2060/b> the API")
     assert len(chat.by((await agent_ids(api))["Researcher"])) == 3
 
 
@@ -273,7 +276,7 @@ async def test_a_coding_agents_question_is_answered_only_by_a_person(
     for answer, expected in (("/allow", "edit: yes"), ("/deny", "edit: no")):
         await chat.send("@Coder acp:edit")
         question = await chat.until(lambda c: [m for m in c.by("conch") if "asks to" in m["body"]])
-        assert question[-1]["body"].startswith("**Coder** asks to Edit analysis.py (question `t_")
+        assert question[-1]["body"].startswith("**Coder** asks to Edit analysis\\.py (question `t_")
         assert "-x = 1\n+x = 2" in question[-1]["body"]
         assert question[-1]["body"].endswith(
             "Answer `/allow` or `/deny` here, or in the Conch view."
@@ -313,13 +316,36 @@ async def test_an_outside_agents_answer_is_posted_sealed(api: Api, chat: ChatCli
         await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
     [answer] = chat.by(sender)
     body = answer["body"]
+    # Sealed: a word joiner after each "!" before "[" and each "<" before a tag.
     assert "<b>" not in body
     assert "<img" not in body
-    assert "&lt;b&gt;9:00&lt;/b&gt;" in body
-    assert "\\![seen](http://127.0.0.1:9/pixel.png)" in body  # a link's words, no picture
-    assert body.endswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
+    assert "<\u2060b>9:00<\u2060/b>" in body
+    assert "!\u2060[seen](http://127.0.0.1:9/pixel.png)" in body  # a link's words, no picture
+    assert body.startswith("*An outside agent's words (Helper): no pictures, HTML shown as text.*")
     room = await room_of(api, "work/plan.chat")
     assert room["tainted"] == {"kind": "person", "by": "Helper"}
+
+
+async def test_a_reply_streamed_in_pieces_is_sealed_whole_at_every_step(
+    api: Api, models: ScriptedModels, chat: ChatClient
+) -> None:
+    """A picture and a tag cut across the model's pieces: every body the chat ever held is
+    sealed as a whole (a piece sealed alone would let `!` + `[…](…)` through)."""
+    pieces = ["Look ", "!", "[p](http://127.0.0.1:9/p.png) <im", "g src=http://127.0.0.1:9/q> ok"]
+    models.responder = by_speaker({"Ann": lambda _n: Reply(chunks=pieces, delay_per_chunk=0.2)})
+    await make_agents(api, models, "Ann")
+    ann = (await agent_ids(api))["Ann"]
+    await chat.send("@Ann look")
+    await chat.until(lambda c: [m for m in c.by("conch") if "answered" in m["body"]])
+    [reply] = chat.by(ann)
+    steps = chat.bodies[reply["id"]]
+    assert len(steps) > 1  # it streamed
+    drawn = MarkdownIt("commonmark", {"html": True})
+    for body in steps:
+        kinds = {c.type for t in drawn.parse(body) for c in t.children or ()}
+        assert not kinds & {"image", "html_inline"}, body
+        assert seal_for_chat(body) == body
+    assert steps[-1] == seal_for_chat("".join(pieces))
 
 
 async def test_the_bounds_hold_in_a_chat_and_a_renamed_agent_reaches_it(

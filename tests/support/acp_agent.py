@@ -8,6 +8,7 @@ newest text a prompt holds) says what this turn does:
     acp:say <text>        stream <text> (to the end of its line) in three chunks: hand on with @Name
     acp:edit / acp:execute / acp:read / acp:fetch / acp:delete / acp:move / acp:search
                           ask permission for a tool call of that kind, then say what was answered
+                          (`acp:execute <command>`: to run that command, titled "Run <command>")
     acp:act [<kind> <what>]
                           run a command without asking (as an agent whose own settings allow
                           it): report it started and done, then say "acted"; `rm -rf build`
@@ -155,7 +156,7 @@ class ScriptedAgent:
             for i in range(0, len(words), third):
                 await say(words[i : i + third])
         elif what in ("edit", "execute", "read", "fetch", "delete", "move", "search"):
-            answer = await self._ask(session_id, what)
+            answer = await self._ask(session_id, what, rest.strip())
             await say(f"{what}: {answer}")
         elif what == "act":
             kind, _, named = (rest.strip() or "execute rm -rf build").partition(" ")
@@ -345,7 +346,7 @@ class ScriptedAgent:
         )
         return str(chosen)
 
-    async def _ask(self, session_id: str, kind: str) -> str:
+    async def _ask(self, session_id: str, kind: str, command: str = "") -> str:
         call_id = f"{kind}-{sum(self.prompts.values())}"
         if kind == "edit":
             content = [acp.tool_diff_content("analysis.py", "x = 2\n", "x = 1\n")]
@@ -359,9 +360,10 @@ class ScriptedAgent:
             )
             raw: Any = {"path": "analysis.py"}
         elif kind == "execute":
-            raw = {"command": "rm -rf build && make"}
+            raw = {"command": command or "rm -rf build && make"}
+            title = f"Run {command}" if command else "Run make"
             start = acp.start_tool_call(
-                call_id, "Run make", kind="execute", status="pending", raw_input=raw
+                call_id, title, kind="execute", status="pending", raw_input=raw
             )
         elif kind == "fetch":
             raw = {"url": "https://example.org/page"}

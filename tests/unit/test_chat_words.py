@@ -1,5 +1,6 @@
 """The chat face's words (chat_rooms/words.py): who wrote a message, Conch's commands, the lines
-Conch posts, and an outside agent's words sealed for Jupyter Chat's Markdown."""
+Conch posts (each sealed on its way in, core/chat_seal.py; tests/unit/test_chat_seal.py), and an
+outside agent's words marked as theirs."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from conch_jupyter.chat_rooms.words import (
     from_elsewhere,
     how_to_continue,
     initials_of,
+    outside_words,
     question_line,
     round_line,
-    sealed,
     stopped_reply,
     welcome_line,
     writer_of,
 )
+from conch_jupyter.core.chat_seal import seal_for_chat
 
 
 @pytest.mark.parametrize(
@@ -77,10 +79,13 @@ def test_bot_users_are_named_by_id_with_initials() -> None:
 
 def test_a_question_says_who_asks_what_and_how_to_answer() -> None:
     line = question_line(
-        {"call_id": "t_1", "name": "Coder", "title": "run <b>tests</b>", "detail": "pytest ```x"}
+        {"call_id": "t_1", "name": "Co*der", "title": "run <b>tests</b>", "detail": "pytest ```x"}
     )
-    assert line.startswith("**Coder** asks to run &lt;b&gt;tests&lt;/b&gt; (question `t_1`).")
-    assert "```\npytest `\u200b``x\n```" in line  # the detail cannot close its fence
+    assert line.startswith("**Co\\*der** asks to run \\<b\\>tests\\<\\/b\\> (question `t_1`).")
+    assert "\n````\npytest ```x\n````\n" in line  # the detail cannot close its fence
+    html = _html(seal_for_chat(line))
+    assert "<strong>Co*der</strong> asks to run &lt;\u2060b&gt;tests&lt;/b&gt;" in html
+    assert "<pre><code>pytest ```x\n</code></pre>" in html
     assert line.endswith(HOW_TO_ANSWER)
     assert "/allow" in HOW_TO_ANSWER
     assert "/deny" in HOW_TO_ANSWER
@@ -99,31 +104,30 @@ def _html(markdown: str) -> str:
     return MarkdownIt("commonmark").render(markdown)
 
 
-def test_an_outside_agents_words_are_sealed_no_pictures_and_html_as_text() -> None:
+def test_an_outside_agents_words_are_marked_and_sealed_no_pictures_and_html_as_text() -> None:
     text = (
         "Here: ![tracker](https://evil.example/p.png) and ![ref][r]\n"
         "<img src=https://evil.example/q.png> <b>bold</b> &amp;\n\n"
         "[r]: https://evil.example/r.png\n"
         "```\n<b>kept as code</b>\n```"
     )
-    out = sealed(text, "Weather")
-    html = _html(out)
+    out = seal_for_chat(outside_words(text, "Weather"))
+    html = MarkdownIt("commonmark", {"html": True}).render(out)
     assert "<img" not in html
-    assert "<b>" not in html.split("<pre>")[0]  # raw HTML is text outside code
-    assert "&lt;b&gt;bold&lt;/b&gt;" in html or "&amp;lt;b&amp;gt;" in html
-    assert "&lt;b&gt;kept as code&lt;/b&gt;" in html  # code shows its text, as code does
-    assert out.endswith("*An outside agent's words (Weather): no pictures, HTML shown as text.*")
+    assert "<b>" not in html  # raw HTML is text, in code and out
+    assert "&lt;\u2060b&gt;bold&lt;\u2060/b&gt;" in html
+    assert "&lt;\u2060b&gt;kept as code&lt;\u2060/b&gt;" in html  # the joiner shows nothing
+    assert out.startswith("*An outside agent's words (Weather): no pictures, HTML shown as text.*")
 
 
 def test_an_unclosed_fence_cannot_swallow_the_mark() -> None:
-    out = sealed("```\nopen", "W")
-    html = _html(out)
+    html = _html(outside_words("```\nopen", "W"))
     assert "<em>An outside agent" in html
 
 
 def test_a_message_sent_through_the_api_is_shown_as_text() -> None:
-    assert from_elsewhere("@Writer <img src=x>") == (
-        "*Sent from Conch's view or API:* @Writer &lt;img src=x&gt;"
+    assert seal_for_chat(from_elsewhere("@Writer <img src=x>")) == (
+        "*Sent from Conch's view or API:* @Writer <\u2060img src=x>"
     )
 
 
@@ -156,13 +160,13 @@ def test_the_round_line_says_who_has_the_floor_and_which_reply_of_the_bound() ->
         "Researcher handed over to Writer · 2 of 8"
     )
     assert round_line("Researcher's turn", None, 8) == "Researcher's turn"
-    assert round_line("<b>Eve</b>'s turn", 1, 8) == "&lt;b&gt;Eve&lt;/b&gt;'s turn · 1 of 8"
+    assert "<b>" not in _html(seal_for_chat(round_line("<b>Eve</b>'s turn", 1, 8)))
 
 
 def test_the_welcome_names_who_can_be_mentioned_and_how_to_stop() -> None:
     line = welcome_line(["Researcher", "Writer", "<i>Eve</i>"])
     assert line.startswith(
-        "Conch's agents are in this chat: @Researcher, @Writer, @&lt;i&gt;Eve&lt;/i&gt;."
+        "Conch's agents are in this chat: @Researcher, @Writer, @\\<i\\>Eve\\<\\/i\\>."
     )
     assert "`/stop` stops it at once" in line
     assert "Type `/` for Conch's commands." in line
@@ -173,3 +177,5 @@ def test_a_stopped_reply_is_marked_on_itself() -> None:
     assert stopped_reply("Half a thought   \n").startswith("Half a thought\n\n*(Stopped here: ")
     assert stopped_reply("") == stopped_reply("  ")
     assert "Stopped here" in stopped_reply("")
+    # Cut inside code: the code is closed, so the mark is no code.
+    assert "<em>(Stopped here" in _html(stopped_reply("Look:\n~~~\nhalf"))
