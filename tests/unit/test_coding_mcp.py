@@ -76,6 +76,29 @@ async def lists_and_calls(endpoint: McpEndpoint, mode: str) -> None:
     assert endpoint.known(key) is None
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_in_its_turn_a_call_is_judged_by_the_chats_mode_and_logged_as_its_agents(
+    tmp_path: Path, mode: str
+) -> None:
+    """The key's binding reaches the SDK's handler in either protocol era: the call goes through
+    NotebookTools under that chat's mode (Read refuses a run) and is logged as that agent's."""
+    async with endpoint_in(tmp_path) as endpoint:
+        store = endpoint.tools.store
+        chat = (await store.create_conversation(title="c")).id
+        await store.set_mode(chat, "read")
+        key, binding = endpoint.bind(chat, Caller("coder", "Coder"))
+        binding.in_turn = True
+        async with client(endpoint, key, mode) as mcp:
+            called = await mcp.call_tool("run_code", {"code": "1"})
+        assert called.is_error
+        [text] = called.content
+        assert isinstance(text, mcp_types.TextContent)
+        assert text.text.startswith("Not run")
+        assert binding.calls == 1
+        [line] = [m for m in store.messages(chat) if m.role == "tool"]
+        assert (line.agent, line.tool and line.tool["state"]) == ("coder", "refused")
+
+
 async def test_without_its_key_or_from_a_page_the_endpoint_opens_nothing(tmp_path: Path) -> None:
     async with endpoint_in(tmp_path) as endpoint:
         await opens_nothing(endpoint)
