@@ -7,6 +7,11 @@ mention), listing what it holds without side effects, asking for the inputs it r
 interrupting an agent's run (Stop, or the 60 s bound), and following a run Stop could not end
 until the kernel is done with it (the user's Interrupt again and Restart kernel act on it).
 
+Its rooms: runs.py (what a run is and gives back) and handover.py (an approved run handed to
+a cell waiting in `answered()`). Why the rest stays whole (past 500 lines): one client and one
+lock per kernel are shared by a run, its Stop, the watcher of a run Stop could not end, and the
+reads, and each of them must see the others' state at once.
+
 Theory of operation:
 - One client per kernel, kept while the kernel lives; one agent call at a time per kernel (a
   lock), so the output of one run never mixes with another's.
@@ -28,30 +33,32 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
-import math
 import queue
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
-from uuid import uuid4
+from typing import Any
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
-from ..core.errors import ConchError
-from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, After, Ending, cut_output
+from .handover import HandedRun, HandOver
+from .rules import OUTPUT_LIMIT, RUN_SECONDS, TIMEOUT_WORDS, After, Ending
+from .runs import (
+    SETTLE_SECONDS,
+    KernelBusy,
+    NoKernel,
+    OnState,
+    OnStuck,
+    RunOutput,
+    RunResult,
+    StuckRun,
+)
 
 # How often a waiting run looks again at the kernel's state.
 POLL_SECONDS = 0.1
-# How long to wait for the kernel to answer a read (history, variables), and to settle after
-# an interrupt.
+# How long to wait for the kernel to answer a read (history, variables).
 ANSWER_SECONDS = 10.0
-SETTLE_SECONDS = 5.0
 # Stop interrupts an agent's run up to this many times, waiting this long each time for it to
 # end (see `_stop`).
 STOP_TRIES = 4
@@ -99,139 +106,7 @@ _VARIABLES_EXPRESSION = (
 )
 
 
-# The hand-over (`answered()`): a cell that waits for the user's answer holds the kernel, so an
-# approved run goes to it instead of to the kernel's queue. A waiting cell asks again at once
-# after each answer; it counts as waiting for this long after its last question ended.
-WAITER_GRACE_SECONDS = 2.0
-# A handed run that no waiting cell took in this long runs as any other run (the cell ended).
-TAKE_SECONDS = 3.0
-# The longest a waiting cell's one question may wait for a run.
-TAKE_WAIT_MOST = 30.0
-
-
-def handover_proof(session_key: bytes, kernel_id: str) -> str:
-    """What a kernel shows to take its own handed runs: an HMAC of its id with the key of its
-    own connection (which only that kernel and its server hold; the kernel key is every
-    kernel's, so it alone cannot say which kernel asks)."""
-    return hmac.new(
-        session_key, b"conch-handover:" + kernel_id.encode(), hashlib.sha256
-    ).hexdigest()
-
-
-class NotHanded(ConchError):
-    """The hand-over refused: not this kernel's proof, or no such handed run."""
-
-    status = 403
-    statuses: ClassVar[Mapping[str, int]] = {"no_handed_run": 404}
-
-
-@dataclass
-class HandedRun:
-    """An approved run handed to the cell that waits in `answered()`: the code, exactly as the
-    user approved it, and what the cell gives back."""
-
-    id: str
-    kernel_id: str
-    code: str
-    taken: asyncio.Event = field(default_factory=asyncio.Event)
-    withdrawn: bool = False  # nobody took it in time: it ran as any other run
-    result: asyncio.Future[tuple[str, int, bool]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-
-
-class NoKernel(Exception):
-    """The chat's notebook has no running kernel (or the chat has no notebook).
-
-    No ConchError: control flow between the kernel and the notebook tools, which answer the
-    agent's call in words ("this chat has no running kernel") and never let it out."""
-
-
-class KernelBusy(Exception):
-    """The user's own cell is still running: a read does not wait for it.
-
-    No ConchError: control flow between the kernel and the notebook tools, which answer the
-    agent's call in words (BUSY_WORDS) and never let it out."""
-
-
-@dataclass(frozen=True)
-class RunResult:
-    output: str
-    ending: Ending
-    # For run_cell: the run's outputs in nbformat's JSON, and the kernel's execution count.
-    outputs: tuple[dict[str, Any], ...] = ()
-    execution_count: int | None = None
-
-
-# What a cell keeps of a run (run_cell): at most this many outputs and characters of stream text,
-# like the model's share, bounded so code printing for a minute cannot fill the server's memory.
-CELL_OUTPUTS = 200
-CELL_TEXT = 1_000_000
-
-
-@dataclass
-class RunOutput:
-    """A run's output as it comes: only its start is kept (all a model is ever shown), the rest
-    only counted, so code printing for a minute cannot fill the server's memory."""
-
-    keep: int = OUTPUT_LIMIT
-    parts: list[str] = field(default_factory=list)
-    kept: int = 0
-    total: int = 0
-    # run_cell's: the outputs as nbformat JSON (None: not kept), and the execution count.
-    cells: list[dict[str, Any]] | None = None
-    cell_text: int = 0
-    count: int | None = None
-
-    def add_output(self, output: dict[str, Any]) -> None:
-        """One output for the cell: consecutive stream text of one name joins, as in Jupyter."""
-        if self.cells is None:
-            return
-        if output["output_type"] == "stream":
-            text = str(output.get("text", ""))[: max(CELL_TEXT - self.cell_text, 0)]
-            self.cell_text += len(text)
-            last = self.cells[-1] if self.cells else None
-            if last and last["output_type"] == "stream" and last["name"] == output["name"]:
-                last["text"] += text
-                return
-            output = {**output, "text": text}
-        if len(self.cells) < CELL_OUTPUTS:
-            self.cells.append(output)
-
-    def add(self, text: str) -> None:
-        self.total += len(text)
-        room = self.keep - self.kept
-        if room > 0:
-            self.parts.append(text[:room])
-            self.kept += min(len(text), room)
-
-    def text(self, limit: int = OUTPUT_LIMIT) -> str:
-        """What was said, at most `limit` characters, with a note (the true length) if cut."""
-        return cut_output("".join(self.parts), limit, total=self.total)
-
-
-# What a run is doing, for the round card: "waiting" (for the user's cell) or "running".
-OnState = Callable[[str], None]
-
-
-@dataclass
-class StuckRun:
-    """An agent's run that Stop interrupted and that still runs a moment later. `ended` gets
-    how it came to an end once the kernel is done with it."""
-
-    kernel_id: str
-    msg_id: str
-    ended: asyncio.Future[After]
-    interrupts: int = 1  # Stop's, then one for each Interrupt again
-    restarting: bool = False
-    restarted: bool = False  # the kernel answered after the user's Restart: the run is gone
-    watcher: asyncio.Task[None] | None = None
-
-
-OnStuck = Callable[[StuckRun], None]
-
-
-class NotebookKernels:
+class NotebookKernels(HandOver):
     """The kernels of the server's notebooks, as the tools need them."""
 
     def __init__(
@@ -336,100 +211,6 @@ class NotebookKernels:
         finally:
             if not handed_on:
                 lock.release()
-
-    # --- the hand-over to a cell waiting in answered() ---
-
-    def check_proof(self, kernel_id: str, proof: str) -> None:
-        """Only the kernel itself may take its handed runs (NotHanded otherwise)."""
-        manager = self.kernels.get_kernel(kernel_id) if kernel_id in self.kernels else None
-        key = getattr(getattr(manager, "session", None), "key", None)
-        if not isinstance(key, bytes) or not hmac.compare_digest(
-            handover_proof(key, kernel_id), proof
-        ):
-            raise NotHanded(
-                "not_this_kernel", "Only the kernel itself may take the runs approved for it."
-            )
-
-    async def take(self, kernel_id: str, proof: str, wait: float) -> HandedRun | None:
-        """A waiting cell's question: the next approved run for its kernel, within `wait`
-        seconds, or None. While it asks (and a moment after), approved runs come here."""
-        self.check_proof(kernel_id, proof)
-        offered = self._offered.setdefault(kernel_id, asyncio.Queue())
-        self._waiters[kernel_id] = math.inf
-        deadline = time.monotonic() + min(max(wait, 0.0), TAKE_WAIT_MOST)
-        try:
-            while True:
-                try:
-                    handed = await asyncio.wait_for(offered.get(), deadline - time.monotonic())
-                except TimeoutError:
-                    return None
-                if not handed.withdrawn:
-                    break
-        finally:
-            self._waiters[kernel_id] = time.monotonic()
-        handed.taken.set()
-        self._taken[handed.id] = handed
-        return handed
-
-    def give(
-        self, kernel_id: str, proof: str, run_id: str, output: str, total: int, failed: bool
-    ) -> None:
-        """The waiting cell's answer: what the handed run printed (its start, and how long it
-        was in all), and whether it raised."""
-        self.check_proof(kernel_id, proof)
-        handed = self._taken.get(run_id)
-        if handed is None or handed.kernel_id != kernel_id:
-            raise NotHanded("no_handed_run", "No run handed to this kernel has that id.")
-        del self._taken[run_id]
-        if not handed.result.done():
-            handed.result.set_result((output[:OUTPUT_LIMIT], max(total, len(output)), failed))
-
-    def _waiting(self, kernel_id: str) -> bool:
-        since = self._waiters.get(kernel_id)
-        return since is not None and time.monotonic() - since < WAITER_GRACE_SECONDS
-
-    async def _hand(self, kernel_id: str, code: str, on_state: OnState) -> RunResult | None:
-        """Give the approved run to the waiting cell, which runs it in the kernel's main thread
-        (the user's namespace; Stop's interrupt lands on it as on any run). None: no cell took
-        it in time, so it runs as any other run."""
-        handed = HandedRun(uuid4().hex, kernel_id, code)
-        offered = self._offered.setdefault(kernel_id, asyncio.Queue())
-        offered.put_nowait(handed)
-        try:
-            await asyncio.wait_for(handed.taken.wait(), TAKE_SECONDS)
-        except TimeoutError:
-            handed.withdrawn = True
-            return None
-        on_state("running")
-        try:
-            text, total, failed = await asyncio.wait_for(
-                asyncio.shield(handed.result), self.run_seconds
-            )
-        except TimeoutError:
-            await self._interrupt(kernel_id)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(handed.result), SETTLE_SECONDS)
-            output = self._handed_output(handed)
-            return RunResult(
-                output.text(OUTPUT_LIMIT - len(TIMEOUT_WORDS)) + TIMEOUT_WORDS, "timeout"
-            )
-        except asyncio.CancelledError:
-            # Stop: the waiting cell runs the agent's code now, in the main thread.
-            await asyncio.shield(self._interrupt(kernel_id))
-            raise
-        output = RunOutput()
-        output.add(text)
-        output.total = total
-        return RunResult(output.text() or "(no output)", "failed" if failed else "ran")
-
-    @staticmethod
-    def _handed_output(handed: HandedRun) -> RunOutput:
-        output = RunOutput()
-        if handed.result.done() and not handed.result.cancelled():
-            text, total, _ = handed.result.result()
-            output.add(text)
-            output.total = total
-        return output
 
     async def variables(self, path: str | None, on_state: OnState) -> list[list[str]]:
         """name, type, shape or length, short repr — of what the kernel holds."""

@@ -34,8 +34,9 @@ from ..core.deadlines import settle
 from ..core.errors import ConchError
 from ..core.files import StoreError
 from ..core.names import clashes
+from ..notebook.asking import NotAsking
 from ..notebook.rules import NOTEBOOK_TOOLS
-from ..notebook.service import NotAsking, NotebookTools
+from ..notebook.service import NotebookTools
 from ..store.chats import Conversation, Message, NotFound, Spend, Store
 from ..store.hub import Hub
 from .engine import (

@@ -46,6 +46,7 @@ class ConchServices:
     async def close(self) -> None:
         await self.rounds.close()
         await self.coding.close()  # every coding agent's process ends
+        await self.mcp.close()  # the SDK's server behind the notebook's tools for them
         await self.mcp_servers.close()  # every MCP server's connection (and process group)
         await self.tools.close()  # stuck runs no longer followed, then the kernels' clients
         await self.peers.close()

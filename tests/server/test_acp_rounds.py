@@ -12,9 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from conch_jupyter.coding.mcp import NOT_IN_TURN
 from conch_jupyter.notebook.rules import NOTEBOOK_TOOLS
+from conch_jupyter.notebook.service import Caller
 
 from ..support import acp_agent, notebook_kernels
 from ..support.a2a_peers import Peer
@@ -577,6 +582,46 @@ async def test_the_notebooks_tools_are_offered_over_mcp_under_the_mode(
             url, method="POST", body=call, headers=headers, raise_error=False
         )
         assert answer.code == 401
+
+
+async def test_the_endpoint_answers_the_mcp_sdks_own_client_in_jupyter(
+    api: Api, jp_serverapp: Any, kernel: NotebookKernel
+) -> None:
+    """Conch's endpoint in the running Jupyter, over real HTTP, as the `mcp` SDK's client sees
+    it: it lists the one registry and a call runs under the chat's mode, in the notebook's kernel,
+    logged as the chat's tool line; after its turn the same key's call is refused in words."""
+    chat_id = await coding_chat(api, mode="read", path=kernel.path)
+    await kernel.run("shared = 41")
+    endpoint = conch_of(jp_serverapp).mcp
+    url = endpoint.url()
+    assert url is not None
+    assert url.endswith("/conch/mcp")
+    key, binding = endpoint.bind(chat_id, Caller("coder", "Coder"))
+    binding.in_turn = True  # as CodingAgents sets it for the turn that holds this key
+    headers = {"Authorization": f"Bearer {key}"}
+    try:
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        ):
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == [t.name for t in NOTEBOOK_TOOLS]
+            read = await client.call_tool("list_variables", {})
+            assert not read.is_error
+            assert "shared" in str(read.content)
+            refused = await client.call_tool("run_code", {"code": "shared += 1"})  # Read
+            assert refused.is_error
+            assert str(refused.content[0].text).startswith("Not run")  # type: ignore[union-attr]
+            binding.in_turn = False
+            after = await client.call_tool("list_variables", {})
+            assert after.is_error
+            assert after.content[0].text == NOT_IN_TURN  # type: ignore[union-attr]
+    finally:
+        endpoint.unbind(key)
+    assert await kernel.value("shared") == "41"
+    chat = (await api("GET", f"conversations/{chat_id}"))[1]
+    tools = [(m["tool"], m["state"]) for m in chat["messages"] if m["role"] == "tool"]
+    assert tools == [("list_variables", "ran"), ("run_code", "refused")]
 
 
 async def test_a_round_of_a_model_agent_an_outside_agent_and_a_coding_agent(

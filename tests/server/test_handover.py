@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from conch_jupyter.notebook.kernel import NotebookKernels, NotHanded, handover_proof
+from conch_jupyter.notebook.handover import NotHanded, handover_proof
+from conch_jupyter.notebook.kernel import NotebookKernels
 from conch_jupyter.notebook.rules import OUTPUT_LIMIT
 
 from ..support import notebook_kernels

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from conch_jupyter.notebook.asking import NotAsking
 from conch_jupyter.notebook.kernel import NotebookKernels
 from conch_jupyter.notebook.rules import NO_KERNEL_WORDS, OUTPUT_LIMIT
-from conch_jupyter.notebook.service import Caller, NotAsking, NotebookTools
+from conch_jupyter.notebook.service import Caller, NotebookTools
 from conch_jupyter.providers.base import ToolCall
 from conch_jupyter.server_ext.services import ConchServices
 

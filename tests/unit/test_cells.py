@@ -172,7 +172,7 @@ def test_undo_of_an_edit_gives_back_the_cells_own_metadata() -> None:
 
 
 def test_a_runs_outputs_for_its_cell_join_streams_and_are_bounded() -> None:
-    from conch_jupyter.notebook.kernel import CELL_OUTPUTS, CELL_TEXT, RunOutput
+    from conch_jupyter.notebook.runs import CELL_OUTPUTS, CELL_TEXT, RunOutput
 
     output = RunOutput(cells=[])
     output.add_output({"output_type": "stream", "name": "stdout", "text": "a"})

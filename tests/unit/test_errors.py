@@ -20,7 +20,8 @@ from conch_jupyter.core.errors import ConchError
 from conch_jupyter.core.files import StoreError
 from conch_jupyter.door.http import DoorError
 from conch_jupyter.door.pairing import PairingError
-from conch_jupyter.notebook.service import KernelActionRefused, NotAsking
+from conch_jupyter.notebook.asking import NotAsking
+from conch_jupyter.notebook.stuck import KernelActionRefused
 from conch_jupyter.rounds.driver import ChatNotFound
 from conch_jupyter.server_ext.base import ApiError
 from conch_jupyter.store.chats import NotFound
@@ -78,8 +79,8 @@ def test_an_outside_error_still_says_whether_the_agent_answered() -> None:
 # and no status. Each says why in its own docstring too.
 INTERNAL = {
     "conch_jupyter.rounds.engine.RoundError": "an event fed at the wrong time: the driver's bug",
-    "conch_jupyter.notebook.kernel.NoKernel": "the notebook tools answer the call in words",
-    "conch_jupyter.notebook.kernel.KernelBusy": "the notebook tools answer the call in words",
+    "conch_jupyter.notebook.runs.NoKernel": "the notebook tools answer the call in words",
+    "conch_jupyter.notebook.runs.KernelBusy": "the notebook tools answer the call in words",
     "conch_jupyter.notebook.documents.Held": "the notebook tools answer the call in words",
     "conch_jupyter.store.writer._BatchBroken": "the writer retries the batch one change at a time",
     "conch_jupyter.a2a.signing.SignatureError": "it becomes words in a card's check, no answer",

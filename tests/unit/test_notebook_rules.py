@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from conch_jupyter.notebook.kernel import RunOutput
 from conch_jupyter.notebook.rules import (
     MAX_CALLS_PER_TURN,
     NO_KERNEL_WORDS,
@@ -15,6 +14,7 @@ from conch_jupyter.notebook.rules import (
     decide,
     header_words,
 )
+from conch_jupyter.notebook.runs import RunOutput
 
 TAINT = {"kind": "person", "by": "Oracle"}
 
