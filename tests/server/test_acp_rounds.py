@@ -968,7 +968,7 @@ async def test_a_fetch_done_unasked_in_a_tainted_chat_ends_its_turn(api: Api) ->
     chat = await settled(api, chat_id, 30)
     notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
     assert (
-        "Coder ran “Fetch https://elsewhere.example/?d=the-chat” without asking you: its own"
+        "Coder ran `Fetch https://elsewhere.example/?d=the-chat` without asking you: its own"
         " settings allow it. Conch stopped its turn." in notes[-1]
     )
     assert replies(chat) == ["acted"]
@@ -1017,4 +1017,4 @@ async def test_a_server_that_calls_itself_conch_notebook_gets_no_pass(api: Api) 
     await say(api, chat_id, "@Coder acp:act other mcp__conch-notebook__run_code")
     chat = await settled(api, chat_id, 30)
     notes = [m["text"] for m in chat["messages"] if m["role"] == "note"]
-    assert "Coder ran “mcp__conch-notebook__run_code” without asking you" in notes[-1]
+    assert "Coder ran `mcp__conch-notebook__run_code` without asking you" in notes[-1]
