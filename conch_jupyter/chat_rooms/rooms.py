@@ -228,7 +228,8 @@ class ChatRooms:
         for change in getattr(event, "delta", ()):
             room.replaced = room.replaced or "delete" in change
             for item in change.get("insert", ()):
-                message = Message(**item.to_py())
+                # A Map, or a plain value where YChat moved a message to its server time.
+                message = Message(**(item.to_py() if hasattr(item, "to_py") else item))
                 sender = users.get(message.sender)
                 room.inserted.append((message, sender is not None and bool(sender.bot)))
 
@@ -493,7 +494,7 @@ class ChatRooms:
         if self._rooms.get(room.chat_id) is not room:
             return  # the chat went away meanwhile
         try:
-            self._set_users(room)
+            self._set_users(room, missing_only=True)
             for stream in room.streams.values():
                 stream.chat_message, stream.time = self._found_again(
                     room, stream.chat_message, stream.sender, stream.time, stream.shown
@@ -570,8 +571,10 @@ class ChatRooms:
             except Exception:
                 log.exception("Conch: chat %s: its users could not be set", room.chat_id)
 
-    def _set_users(self, room: _Room) -> None:
-        """Conch's agents, outside agents and Conch itself, as the chat's bot users."""
+    def _set_users(self, room: _Room, *, missing_only: bool = False) -> None:
+        """Conch's agents, outside agents and Conch itself, as the chat's bot users (with
+        `missing_only`, only those the chat lacks or holds otherwise)."""
+        known = room.model.get_users() if missing_only else {}
         users = [(CONCH_USER, CONCH_NAME)]
         users += [(agent_user(a.id), a.name) for a in self.agents.list()]
         roster = self.rounds.roster_json()
@@ -584,4 +587,5 @@ class ChatRooms:
                 initials=initials_of(name),
                 bot=True,
             )
-            room.model.set_user(user)
+            if known.get(username) != user:
+                room.model.set_user(user)
