@@ -160,6 +160,8 @@ def test_words_written_into_the_chats_file_start_answer_and_stop_nothing(
     send(page, "@Coder acp:edit")
     # (Conch's lines that follow one another are drawn under one header: found by their words.)
     expect(chat.get_by_text("asks to Edit")).to_have_count(1, timeout=60_000)
+    # Conch's names came back after the file that named only Mallory was read.
+    expect(conch.filter(has_text="Coder's turn · 1 of 8")).to_have_count(1)
     until(lambda: (r := _room(lab, name)) is not None and r["asking"], timeout=30)
     _forge(path, _saved_with(path, "asks to Edit"), "/allow", "/allow t_1")
     room = _kept_as_data(lab, name, "/allow t_1")
@@ -170,14 +172,17 @@ def test_words_written_into_the_chats_file_start_answer_and_stop_nothing(
     until(lambda: (r := _room(lab, name)) is not None and _ended(r) == ["done"], timeout=30)
 
     # A round runs (the Researcher hands over to the Coder, who keeps the floor): Mallory's
-    # `/stop` stops nothing; Conch's round line, put back from the file, still follows the
-    # round; the person's `/stop` ends it.
+    # `/stop`, written into a copy of the file from before the round (so the reload takes the
+    # round's messages out, Conch's round line among them), stops nothing; Conch posts its
+    # round line again, which still follows the round; the person's `/stop` ends it.
+    before_the_round = _saved_with(path, "Coder answered")
     send(page, "@Researcher find options, @Coder acp:hang")
     coders_turn = re.compile(r"(Coder's turn|handed over to Coder) · 2 of 8")
     handed = chat.get_by_text(coders_turn)
     expect(handed).to_have_count(1, timeout=90_000)
-    _forge(path, _saved_with(path, coders_turn), "/stop")
+    _forge(path, before_the_round, "/stop")
     room = _kept_as_data(lab, name, "/stop")
+    expect(handed).to_have_count(1, timeout=30_000)
     assert room["round"] is not None, "Mallory's /stop stopped the round"
     assert _ended(room) == ["done"]
     expect(chat.get_by_text("Nothing of Conch's is running here")).to_have_count(0)
