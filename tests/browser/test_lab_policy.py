@@ -54,7 +54,9 @@ def test_locked_controls_are_drawn_locked_with_the_sentence(browser: Browser, la
     # Its words are in the tooltip the button names (js/hints.js), not a browser's title.
     tip = auto.get_attribute("aria-describedby")
     assert tip, "the locked Auto names no tooltip"
-    expect(page.locator(f"#{tip.split()[-1]}")).to_have_text(f"Auto is off on this server: {BY_ADMIN}")
+    expect(page.locator(f"#{tip.split()[-1]}")).to_have_text(
+        f"Auto is off on this server: {BY_ADMIN}"
+    )
     expect(chat.locator(".conch-mode-lock")).to_have_text(f"Auto is off on this server: {BY_ADMIN}")
     modes.get_by_role("button", name="Read").click()
     expect(modes.get_by_role("button", name="Read")).to_have_attribute("aria-pressed", "true")
