@@ -3,11 +3,15 @@
 In: jupyterlab-chat's ChatManager says when a chat goes live (`opened`) or is freed; for each live
 chat Conch registers its bot users (its agents, outside agents and "Conch") and observes the
 chat's messages (the WebSocket model's observers; under collaboration, the shared document's array
-of messages). A person's message (one the chat received from a client) goes to the rounds as the
-user's words, as the REST API's would; `/stop`, `/continue`, `/allow` and `/deny` go to Stop, to
-continuing the round stopped at its bound, and to the question waiting. Another bot's message is
-handed to the rounds as someone else's words. Conch's own posts are known by the message ids it
-got back, never by sender.
+of messages and its transactions). A person's message (one a client sent through the chat's own
+transport while Conch watched) goes to the rounds as the user's words, as the REST API's would;
+`/stop`, `/continue`, `/allow` and `/deny` go to Stop, to continuing the round stopped at its
+bound, and to the question waiting. Any other new message (another bot's; under collaboration
+also one the server wrote or filled in again from the file, whatever sender it names: origin.py
+says how that is told) is handed to the rounds as someone else's words: data. Conch's own posts
+are known by the message ids it got back, never by sender; after the document was filled again
+from the file, Conch finds them again by those ids (and puts back what the file lacked: its bot
+users, a post still changing).
 
 Out: Conch follows the room's conversation in the Hub, like an open view, and writes what the
 round does into the chat: each reply as its agent's message, streamed in steps (marked on itself
@@ -15,7 +19,8 @@ when Stop cut it); an outside agent's answer marked as theirs; from "Conch", one
 changed in place as the floor changes hands and at the end to the round's end, besides its
 questions, its other notes and a message sent to the room through the API. A new chat (no message
 yet) gets Conch's one welcome line when it first goes live. Every body Conch writes into a chat,
-posted or changed, goes through `_post`, `_change` or `_update`, and each seals it as a whole
+posted, changed or put back after the file was read again, goes through `_post`, `_change`,
+`_update` or `_found_again`, and each seals it as a whole
 (core/chat_seal.py): no picture, no raw HTML, links only http, https and mailto, whoever wrote it.
 
 The room is the conversation kept for the chat file's own id (`metadata.id`), so a rename or a
@@ -51,6 +56,7 @@ from ..rounds.driver import RoundService
 from ..rounds.engine import NO_ROUND_WORDS, ROUND_LIMITS, end_why
 from ..store.chats import Store
 from ..store.hub import Hub
+from .origin import connected_clients, inserted_as, only_from
 from .words import (
     CONCH_NAME,
     CONCH_USER,
@@ -108,6 +114,10 @@ class _Room:
     conversation_id: str | None = None
     observer: MessageObserver | None = None  # the WebSocket model's
     subscription: Any = None  # a shared document's messages, observed
+    committed: Any = None  # a shared document's transactions, observed
+    seen: set[str] = field(default_factory=set)  # the chat's ids of messages it has had
+    inserted: list[tuple[Message, bool]] = field(default_factory=list)  # (message, bot's?)
+    replaced: bool = False  # the transaction under way took messages out
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     streams: dict[str, _Stream] = field(default_factory=dict)
     round_spent: float | None = None
@@ -183,6 +193,8 @@ class ChatRooms:
             room.model.unobserve_messages(room.observer)
         if room.subscription is not None:
             getattr(room.model, "ymessages").unobserve(room.subscription)  # noqa: B009
+        if room.committed is not None:
+            getattr(room.model, "ydoc").unobserve(room.committed)  # noqa: B009
         for task in room.tasks:
             task.cancel()
         await asyncio.gather(*room.tasks, return_exceptions=True)
@@ -198,11 +210,15 @@ class ChatRooms:
         if ymessages is None:  # the WebSocket model
             room.observer = room.model.observe_messages(room.heard.put_nowait)
             return
-        # A shared document (collaboration): jupyterlab-chat 0.25's YChat reports no new message
-        # while the document is unsaved (`dirty`), which is most of the time someone is writing;
-        # so its shared array of messages is read here, by the same rule it uses: a message whose
-        # sender is a bot user was written by a bot, any other by a person through a client.
+        # A shared document (collaboration). jupyterlab-chat 0.25's YChat reports no new message
+        # while the document is unsaved (`dirty`), and takes any message whose sender is no bot
+        # user as a person's, the file's out-of-band reload included. So Conch reads its shared
+        # array of messages itself, and tells who made each change by the transaction's update
+        # (origin.py): the array's event comes first, the transaction's at its commit.
+        room.seen = {m.id for m in room.model.get_messages()}
         room.subscription = ymessages.observe(lambda event: self._inserted(room, event))
+        ydoc = getattr(room.model, "ydoc")  # noqa: B009
+        room.committed = ydoc.observe(lambda event: self._committed(room, event))
 
     def _inserted(self, room: _Room, event: Any) -> None:
         # Called inside the document's transaction: nothing may escape into it.
@@ -212,21 +228,40 @@ class ChatRooms:
             log.exception("Conch: chat %s: a new message could not be read", room.chat_id)
 
     def _read_inserted(self, room: _Room, event: Any) -> None:
-        changes = list(getattr(event, "delta", ()))
-        if any("delete" in change for change in changes):
-            return  # a message moved to its server time: not a new one
         users = room.model.get_users()
-        for change in changes:
+        for change in getattr(event, "delta", ()):
+            room.replaced = room.replaced or "delete" in change
             for item in change.get("insert", ()):
-                message = Message(**item.to_py())
+                # A Map, or a plain value where YChat moved a message to its server time.
+                message = Message(**(item.to_py() if hasattr(item, "to_py") else item))
                 sender = users.get(message.sender)
-                bot = sender is not None and bool(sender.bot)
-                action = (
-                    ChatMessageAction.SERVER_MSG_SENT
-                    if bot
-                    else ChatMessageAction.CLIENT_MSG_RECEIVED
+                room.inserted.append((message, sender is not None and bool(sender.bot)))
+
+    def _committed(self, room: _Room, event: Any) -> None:
+        """A transaction of the shared document is committed: its new messages are heard, a
+        person's only when connected clients made all of the change. Called at the commit,
+        where pycrdt lets nothing read the document: only the update is read here."""
+        if not room.inserted and not room.replaced:
+            return
+        inserted, room.inserted = room.inserted, []
+        replaced, room.replaced = room.replaced, False
+        try:
+            awareness = getattr(room.model, "awareness", None)
+            states = awareness.states if awareness is not None else {}
+            server = getattr(room.model, "ydoc").client_id  # noqa: B009
+            from_a_client = only_from(event.update, connected_clients(states, server))
+            for message, bot in inserted:
+                action = inserted_as(
+                    message.id, seen=room.seen, from_a_client=from_a_client, bot_sender=bot
                 )
-                room.heard.put_nowait(ChatMessageEvent(action=action, message=message))
+                room.seen.add(message.id)
+                if action is not None:
+                    heard = ChatMessageEvent(action=ChatMessageAction(action), message=message)
+                    room.heard.put_nowait(heard)
+            if replaced and not from_a_client:
+                asyncio.get_running_loop().call_soon(self._mend, room)
+        except Exception:
+            log.exception("Conch: chat %s: a change could not be read", room.chat_id)
 
     async def _listen(self, room: _Room) -> None:
         while True:
@@ -409,8 +444,10 @@ class ChatRooms:
     def _step(self, room: _Room, stream: _Stream) -> None:
         stream.step = None
         if stream.waiting:
+            # The whole reply so far, sealed whole (a piece alone may fool the seal), and whole
+            # too because what the chat holds may have been put back from the file meanwhile.
             stream.shown, stream.waiting = stream.shown + stream.waiting, ""
-            self._update(room, stream, stream.shown)  # sealed whole: a piece alone may fool it
+            self._update(room, stream, stream.shown)
 
     def _reply_done(self, room: _Room, message: dict[str, Any]) -> None:
         text = str(message["text"])
@@ -452,6 +489,46 @@ class ChatRooms:
             o["name"] for o in self.rounds.roster_json()["outside"] if not o.get("clashes_with")
         ]
         self._say(room, welcome_line([*ours, *outside]))
+
+    def _mend(self, room: _Room) -> None:
+        """The shared document was filled again from elsewhere (the file's out-of-band reload),
+        which may have taken out Conch's bot users and its posts or put back older words in
+        them: the users are set again, and each post still changing is found again by its id and
+        shows what Conch shows, or is posted again when the file lacked it."""
+        if self._rooms.get(room.chat_id) is not room:
+            return  # the chat went away meanwhile
+        try:
+            self._set_users(room, missing_only=True)
+            for stream in room.streams.values():
+                stream.chat_message, stream.time = self._found_again(
+                    room, stream.chat_message, stream.sender, stream.time, stream.shown
+                )
+            for post in (room.round_post, room.last_reply):
+                if post is not None:
+                    post.chat_message, post.time = self._found_again(
+                        room, post.chat_message, post.sender, post.time, post.body
+                    )
+        except Exception:
+            log.exception("Conch: chat %s: its posts could not be found again", room.chat_id)
+
+    def _found_again(
+        self, room: _Room, chat_message: str, sender: str, time: float, body: str
+    ) -> tuple[str, float]:
+        """One of Conch's posts after the document was filled again: its id and time, changed
+        back to `body` where the chat still has it, else posted again (a new id)."""
+        try:
+            found = room.model.get_message(chat_message)
+        except IndexError:  # YChat's index of ids can be stale after a reload
+            found = None
+        if found is not None and found.id == chat_message:
+            sealed = seal_for_chat(body)  # `body` is what the post says before sealing
+            if found.body != sealed or found.sender != sender:
+                change = Message(body=sealed, id=chat_message, time=found.time, sender=sender)
+                room.model.update_message(change, append=False)
+            return chat_message, found.time
+        posted = self._post(room, sender, body)
+        made = room.model.get_message(posted)
+        return posted, made.time if made is not None else time
 
     # --- the chat's own calls ---
 
@@ -503,8 +580,10 @@ class ChatRooms:
             except Exception:
                 log.exception("Conch: chat %s: its users could not be set", room.chat_id)
 
-    def _set_users(self, room: _Room) -> None:
-        """Conch's agents, outside agents and Conch itself, as the chat's bot users."""
+    def _set_users(self, room: _Room, *, missing_only: bool = False) -> None:
+        """Conch's agents, outside agents and Conch itself, as the chat's bot users (with
+        `missing_only`, only those the chat lacks or holds otherwise)."""
+        known = room.model.get_users() if missing_only else {}
         users = [(CONCH_USER, CONCH_NAME)]
         users += [(agent_user(a.id), a.name) for a in self.agents.list()]
         roster = self.rounds.roster_json()
@@ -517,4 +596,5 @@ class ChatRooms:
                 initials=initials_of(name),
                 bot=True,
             )
-            room.model.set_user(user)
+            if known.get(username) != user:
+                room.model.set_user(user)
