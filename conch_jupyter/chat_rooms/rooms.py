@@ -28,6 +28,11 @@ restart finds it again. Nothing here decides anything of a round: the rounds do 
 
 Observers run inside the chat's own calls (and before `add_message` has returned the new id), so
 each message is queued and handled by the room's own task: by then Conch knows its own ids.
+
+The module stays whole past 500 lines: both ways through a room (what comes in, what Conch
+writes) share one room's state, its chat, its posts by id and its streaming reply, and a reload
+from the file touches both at once. What decides anything lives elsewhere: whose a change is
+(origin.py), the words (words.py), the sealing (core/chat_seal.py), the rounds (rounds/).
 """
 
 from __future__ import annotations
