@@ -64,6 +64,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory, models: ScriptedModels) -> Ite
         yield running
 
 
+def ended_rounds(lab: Lab) -> int:
+    """How many rounds the notebook's chat has ended, as Conch's API says."""
+    with lab.client() as http:
+        listed = http.get(f"{lab.url}conch/api/conversations").json()["conversations"]
+        [chat] = [c for c in listed if c.get("path") == "go-on.ipynb"]
+        whole = http.get(f"{lab.url}conch/api/conversations/{chat['id']}").json()
+    return len([e for e in whole["events"] if e["type"] == "round.ended"])
+
+
 def rounds_ended(chat: Locator, count: int) -> None:
     """Wait until `count` rounds are folded (each ended at the loop rule's fifth swap)."""
     cards = chat.locator(".conch-round")
@@ -79,6 +88,14 @@ def test_continue_by_click_and_by_keyboard_in_jupyterlab(
     run_all(page)
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
+    # %conch continue (the kernel key), run with the notebook before any round: nothing to
+    # continue, said in words. Waited for before the first message, which would make it "a
+    # round is running" instead.
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
+    expect(cell.locator(".jp-OutputArea-output")).to_contain_text(
+        "There is no round to continue: none has ended here since the server started.",
+        timeout=60_000,
+    )
     box = chat.locator(".conch-input")
     box.click()
     box.type("@Ann start")
@@ -125,11 +142,6 @@ def test_continue_by_click_and_by_keyboard_in_jupyterlab(
     expect(box).to_be_focused()
 
     # %conch continue (the kernel key) only asks, in the chat; the user's yes there goes on.
-    # Run with the notebook, it found nothing to continue and said so in words.
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
-    expect(cell.locator(".jp-OutputArea-output")).to_contain_text(
-        "There is no round to continue: none has ended here since the server started."
-    )
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-OutputArea-output")).to_have_text(
@@ -164,11 +176,14 @@ def test_notebook_7_offers_continue_in_the_dark_theme(
     run_all(page)
     chat = page.locator(".conch-chat").first
     expect(chat).to_have_attribute("data-source", "server", timeout=60_000)
+    # The rounds the chat had (JupyterLab's test left four), all drawn before this one starts.
+    had = ended_rounds(lab)
+    expect(chat.locator(".conch-round")).to_have_count(had, timeout=30_000)
     box = chat.locator(".conch-input")
     box.click()
     box.type("@Bob your turn to start")
     box.press("Enter")
-    rounds_ended(chat, 5)  # the four rounds of JupyterLab, and this one
+    rounds_ended(chat, had + 1)
     before = len(models.requests)
     end = chat.locator(".conch-continue-line")
     expect(end).to_have_count(1, timeout=30_000)
@@ -183,7 +198,7 @@ def test_notebook_7_offers_continue_in_the_dark_theme(
     # By keyboard again: Space presses the end line's button.
     button.focus()
     page.keyboard.press("Space")
-    rounds_ended(chat, 6)
+    rounds_ended(chat, had + 2)
     expect(chat.locator(".conch-continue-line")).to_have_count(1, timeout=30_000)
     assert len(models.requests) == before + 5
     set_theme(page, dark=False)
