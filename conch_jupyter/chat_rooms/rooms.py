@@ -19,8 +19,8 @@ when Stop cut it); an outside agent's answer marked as theirs; from "Conch", one
 changed in place as the floor changes hands and at the end to the round's end, besides its
 questions, its other notes and a message sent to the room through the API. A new chat (no message
 yet) gets Conch's one welcome line when it first goes live. Every body Conch writes into a chat,
-posted, changed or put back after the file was read again, goes through `_post`, `_change`,
-`_update` or `_found_again`, and each seals it as a whole
+posted, changed or put back after the file was read again, goes through `_post` (a new post)
+or `_replace` (a post's whole new body), and each seals it as a whole
 (core/chat_seal.py): no picture, no raw HTML, links only http, https and mailto, whoever wrote it.
 
 The room is the conversation kept for the chat file's own id (`metadata.id`), so a rename or a
@@ -526,10 +526,8 @@ class ChatRooms:
         except IndexError:  # YChat's index of ids can be stale after a reload
             found = None
         if found is not None and found.id == chat_message:
-            sealed = seal_for_chat(body)  # `body` is what the post says before sealing
-            if found.body != sealed or found.sender != sender:
-                change = Message(body=sealed, id=chat_message, time=found.time, sender=sender)
-                room.model.update_message(change, append=False)
+            if found.body != seal_for_chat(body) or found.sender != sender:
+                self._replace(room, chat_message, found.time, sender, body)
             return chat_message, found.time
         posted = self._post(room, sender, body)
         made = room.model.get_message(posted)
@@ -558,8 +556,11 @@ class ChatRooms:
 
     def _update(self, room: _Room, post: _Stream | _Posted, body: str) -> None:
         """A post's new body (a streaming reply's whole text so far), sealed as a whole."""
-        sealed = seal_for_chat(body)
-        change = Message(body=sealed, id=post.chat_message, time=post.time, sender=post.sender)
+        self._replace(room, post.chat_message, post.time, post.sender, body)
+
+    def _replace(self, room: _Room, chat_message: str, time: float, sender: str, body: str) -> None:
+        """The one way Conch changes a post of its own: its whole body, sealed."""
+        change = Message(body=seal_for_chat(body), id=chat_message, time=time, sender=sender)
         room.model.update_message(change, append=False)
 
     def _say(self, room: _Room, text: str) -> None:
