@@ -181,8 +181,13 @@ async def test_words_from_the_kernel_go_outside_only_after_the_users_yes(
         [entry] = await asking_entries(api, chat_id)
         assert entry["tool"] == "send_outside"
         assert (entry["outside"], entry["name"], entry["text"]) == (helper["id"], "Helper", text)
-        events = (await api("GET", f"conversations/{chat_id}"))[1]["events"]
-        [asked] = [e for e in events if e["type"] == "send.asking"]
+
+        async def asked_events() -> list[dict[str, Any]]:
+            events = (await api("GET", f"conversations/{chat_id}"))[1]["events"]
+            return [e for e in events if e["type"] == "send.asking"]
+
+        # Listed under asking before its event is stored: wait for the event too.
+        [asked] = await wait_for(asked_events, 15)
         assert (asked["call_id"], asked["outside"], asked["text"]) == (
             entry["call_id"],
             helper["id"],
